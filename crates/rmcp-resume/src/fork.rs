@@ -1,0 +1,30 @@
+//! Identity of the fork.
+//!
+//! Upstream has no `fork` module, so `rmcp::fork` compiling at all proves that
+//! the build resolved `rmcp` to this crate rather than to crates.io's rmcp.
+
+/// The upstream rmcp release this build overlays; the overlay pins it exactly.
+pub const UPSTREAM_VERSION: &str = "3.11.0";
+
+/// The release of the fork itself.
+pub const FORK_VERSION: &str = "0.1.0";
+
+/// The package this source was compiled as: `rmcp-resume` when taken by
+/// renaming the dependency, `rmcp` when taken through `[patch.crates-io]`.
+pub const PACKAGE: &str = env!("CARGO_PKG_NAME");
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_match_the_manifest() {
+        // The patch face must carry upstream's exact version so that
+        // `rmcp = "=3.11.0"` pins are patched too.
+        match PACKAGE {
+            "rmcp-resume" => assert_eq!(FORK_VERSION, env!("CARGO_PKG_VERSION")),
+            "rmcp" => assert_eq!(UPSTREAM_VERSION, env!("CARGO_PKG_VERSION")),
+            other => panic!("compiled under an unexpected package name {other}"),
+        }
+    }
+}
