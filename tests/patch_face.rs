@@ -1,0 +1,221 @@
+//! Proof (b): the `[patch.crates-io]` face replaces rmcp in an application
+//! that asks for plain `rmcp = "3.11"`, and it builds offline.
+//!
+//! The face takes upstream from upstream's git tag. Nothing of upstream is
+//! committed here: at test time the rmcp 3.11.0 package that cargo already
+//! downloaded is laid out as a directory source, and the fixture's cargo
+//! config replaces the git source with it. The test then asserts what
+//! `cargo tree` resolved and runs the fixture, which calls a tool and prints
+//! the fork-only `rmcp::fork::PACKAGE`.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const UPSTREAM_GIT: &str = "https://github.com/modelcontextprotocol/rust-sdk";
+const UPSTREAM_TAG: &str = "rmcp-v3.11.0";
+
+fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn cargo_home() -> PathBuf {
+    std::env::var_os("CARGO_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")))
+        .expect("neither CARGO_HOME nor HOME is set")
+}
+
+/// The unpacked rmcp 3.11.0 package from the local registry cache. The
+/// workspace depends on it, so building this test guarantees it is there.
+fn downloaded_upstream() -> PathBuf {
+    let src = cargo_home().join("registry").join("src");
+    let found = std::fs::read_dir(&src)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", src.display()))
+        .filter_map(Result::ok)
+        .map(|index| index.path().join("rmcp-3.11.0"))
+        .find(|p| p.join("Cargo.toml").is_file());
+    found.unwrap_or_else(|| panic!("rmcp-3.11.0 not unpacked under {}", src.display()))
+}
+
+fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(to)?;
+    for entry in std::fs::read_dir(from)? {
+        let entry = entry?;
+        let target = to.join(entry.file_name());
+        if entry.file_type()?.is_dir() {
+            copy_tree(&entry.path(), &target)?;
+        } else {
+            std::fs::copy(entry.path(), &target)?;
+        }
+    }
+    Ok(())
+}
+
+fn toml_path(p: &Path) -> String {
+    p.display().to_string().replace('\\', "/")
+}
+
+/// Lays out the fixture app and a directory source standing in for the git tag.
+fn prepare(scratch: &Path) -> std::io::Result<PathBuf> {
+    let vendor = scratch.join("vendor");
+    let pkg = vendor.join("rmcp");
+    copy_tree(&downloaded_upstream(), &pkg)?;
+    // A git source has no registry checksum, so the package checksum is null;
+    // an empty file map skips per-file verification.
+    std::fs::write(
+        pkg.join(".cargo-checksum.json"),
+        r#"{"files":{},"package":null}"#,
+    )?;
+
+    let app = scratch.join("app");
+    std::fs::create_dir_all(app.join("src"))?;
+    std::fs::create_dir_all(app.join(".cargo"))?;
+    std::fs::copy(
+        repo_root().join("tests/fixtures/patch-app/main.rs"),
+        app.join("src/main.rs"),
+    )?;
+    let face = repo_root().join("crates/rmcp");
+    std::fs::write(
+        app.join("Cargo.toml"),
+        format!(
+            r#"[package]
+name = "patch-app"
+version = "0.0.0"
+edition = "2024"
+publish = false
+
+[dependencies]
+rmcp = {{ version = "3.11", features = ["server", "client", "macros", "schemars", "transport-streamable-http-server", "transport-streamable-http-client-reqwest"] }}
+axum = {{ version = "0.8", default-features = false, features = ["http1", "tokio"] }}
+serde = {{ version = "1", features = ["derive"] }}
+serde_json = "1"
+tokio = {{ version = "1", features = ["full"] }}
+tokio-util = "0.7"
+
+[patch.crates-io]
+rmcp = {{ path = "{face}" }}
+
+[workspace]
+"#,
+            face = toml_path(&face)
+        ),
+    )?;
+    std::fs::write(
+        app.join(".cargo/config.toml"),
+        format!(
+            r#"[source.upstream-git]
+git = "{UPSTREAM_GIT}"
+tag = "{UPSTREAM_TAG}"
+replace-with = "upstream-offline"
+
+[source.upstream-offline]
+directory = "{vendor}"
+"#,
+            vendor = toml_path(&vendor)
+        ),
+    )?;
+    // Start from the workspace's lock so offline resolution picks versions
+    // that are already downloaded. Cargo replaces a git source only once the
+    // lock pins its revision, so upstream's entry is re-pointed at the tag's
+    // commit, which the package records in `.cargo_vcs_info.json`.
+    let lock = std::fs::read_to_string(repo_root().join("Cargo.lock"))?;
+    let vcs = std::fs::read_to_string(pkg.join(".cargo_vcs_info.json"))?;
+    let sha = vcs_sha1(&vcs).expect("no git sha1 in .cargo_vcs_info.json");
+    std::fs::write(app.join("Cargo.lock"), repin_upstream(&lock, &sha))?;
+    Ok(app)
+}
+
+fn vcs_sha1(vcs_info: &str) -> Option<String> {
+    let after = &vcs_info[vcs_info.find("\"sha1\"")? + 6..];
+    let start = after.find('"')? + 1;
+    let len = after[start..].find('"')?;
+    let sha = &after[start..start + len];
+    (sha.len() == 40 && sha.bytes().all(|b| b.is_ascii_hexdigit())).then(|| sha.to_owned())
+}
+
+/// Rewrites the crates.io `rmcp 3.11.0` entry of a lock file into the git
+/// entry the face's dependency resolves to.
+fn repin_upstream(lock: &str, sha: &str) -> String {
+    let mut out = String::with_capacity(lock.len());
+    let mut in_upstream = false;
+    for line in lock.lines() {
+        if line == "[[package]]" {
+            in_upstream = false;
+        }
+        if line == "name = \"rmcp\"" {
+            in_upstream = true;
+        }
+        if in_upstream && line.starts_with("source = ") {
+            out.push_str(&format!(
+                "source = \"git+{UPSTREAM_GIT}?tag={UPSTREAM_TAG}#{sha}\"\n"
+            ));
+            continue;
+        }
+        if in_upstream && line.starts_with("checksum = ") {
+            continue;
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    out
+}
+
+fn cargo(app: &Path, args: &[&str]) -> Output {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let out = Command::new(cargo)
+        .args(args)
+        .arg("--offline")
+        .current_dir(app)
+        // A target dir of its own inside the workspace's: sharing the
+        // workspace's directory could wait on the lock of the running build.
+        .env("CARGO_TARGET_DIR", repo_root().join("target/patch-fixture"))
+        .env_remove("RUSTFLAGS")
+        .env_remove("CARGO_BUILD_TARGET")
+        .output()
+        .expect("failed to spawn cargo");
+    assert!(
+        out.status.success(),
+        "cargo {args:?} failed in {}:\n--- stdout\n{}\n--- stderr\n{}",
+        app.display(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+#[test]
+fn patch_face_replaces_crates_io_rmcp_offline() {
+    let scratch = std::env::temp_dir().join(format!("rmcp-resume-patch-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&scratch);
+    let app = prepare(&scratch).expect("lay out the fixture");
+
+    // What the resolver chose: the app's `rmcp` is the face (path source,
+    // upstream's exact version), and the face's `upstream` is the git tag.
+    let tree = cargo(&app, &["tree", "--depth", "2", "-e", "normal"]);
+    let tree = String::from_utf8_lossy(&tree.stdout);
+    let face = toml_path(&repo_root().join("crates/rmcp"));
+    let face_line = format!("rmcp v3.11.0 ({face})");
+    assert!(
+        tree.lines().any(|l| l.contains(&face_line)),
+        "cargo tree does not show the patched package {face_line}:\n{tree}"
+    );
+    assert!(
+        tree.lines()
+            .any(|l| l.contains("rmcp v3.11.0 (") && l.contains(UPSTREAM_GIT)),
+        "the face does not take upstream from git:\n{tree}"
+    );
+    assert!(
+        !tree.lines().any(|l| l.trim_start_matches(['│', '├', '└', '─', ' '])
+            == "rmcp v3.11.0"),
+        "crates.io rmcp is still in the graph:\n{tree}"
+    );
+
+    // And the application, unchanged, runs on the fork.
+    let run = cargo(&app, &["run", "--quiet"]);
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    assert!(stdout.contains("tool-result=PATCHED"), "{stdout}");
+    assert!(stdout.contains("fork-package=rmcp\n"), "{stdout}");
+    assert!(stdout.contains("fork-upstream=3.11.0"), "{stdout}");
+
+    let _ = std::fs::remove_dir_all(&scratch);
+}
