@@ -205,8 +205,9 @@ fn patch_face_replaces_crates_io_rmcp_offline() {
         "the face does not take upstream from git:\n{tree}"
     );
     assert!(
-        !tree.lines().any(|l| l.trim_start_matches(['│', '├', '└', '─', ' '])
-            == "rmcp v3.11.0"),
+        !tree
+            .lines()
+            .any(|l| l.trim_start_matches(['│', '├', '└', '─', ' ']) == "rmcp v3.11.0"),
         "crates.io rmcp is still in the graph:\n{tree}"
     );
 
