@@ -6,3 +6,5 @@
 //! without touching the rest.
 
 pub use upstream::transport::*;
+
+pub mod resumption;
