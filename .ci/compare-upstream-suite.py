@@ -18,9 +18,16 @@ def read(path):
     return failed | broken, closing[-1]
 
 
+def passed(line):
+    m = re.search(r"(\d+) passed", line)
+    return int(m.group(1)) if m else 0
+
+
 up_failed, up_line = read(sys.argv[1])
 ov_failed, ov_line = read(sys.argv[2])
 changelog = open(sys.argv[3]).read()
+if passed(up_line) == 0 or passed(ov_line) == 0:
+    sys.exit("the upstream suite passed nothing (%s / %s): it did not really run" % (up_line, ov_line))
 print("upstream: %s" % up_line)
 print("overlay:  %s" % ov_line)
 regressions = sorted(t for t in ov_failed - up_failed if t not in changelog)
