@@ -7,15 +7,19 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
+pub mod raw;
+
 use rmcp::{
-    ServerHandler,
+    Peer, RoleServer, ServerHandler,
     handler::server::{router::tool::ToolRouter, wrapper::Parameters},
-    model::{ServerCapabilities, ServerConfig},
+    model::{ProgressNotificationParam, RequestMetaObject, ServerCapabilities, ServerConfig},
     schemars, tool, tool_handler, tool_router,
     transport::streamable_http_server::{
-        StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
+        StreamableHttpServerConfig, StreamableHttpService,
+        session::local::{LocalSessionManager, SessionConfig},
     },
 };
+use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 /// Arguments of the `sum` tool.
@@ -34,10 +38,18 @@ pub struct EchoArgs {
     pub text: String,
 }
 
+/// Arguments of the `work` and `announce` tools.
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+pub struct CountArgs {
+    /// How many progress steps, or notifications.
+    pub count: u32,
+}
+
 /// A tiny tool server used by the examples and the tests.
 #[derive(Debug, Clone)]
 pub struct DemoServer {
     tool_router: ToolRouter<Self>,
+    gate: Arc<Notify>,
 }
 
 impl Default for DemoServer {
@@ -50,9 +62,52 @@ impl Default for DemoServer {
 impl DemoServer {
     /// A server with every tool registered.
     pub fn new() -> Self {
+        Self::with_gate(Arc::new(Notify::new()))
+    }
+
+    /// A server whose `work` tool finishes only when `gate` is notified, so a
+    /// test decides when a response is produced (for example, while the
+    /// client is disconnected).
+    pub fn with_gate(gate: Arc<Notify>) -> Self {
         Self {
             tool_router: Self::tool_router(),
+            gate,
         }
+    }
+
+    #[tool(description = "Report `count` progress steps, then finish when the server's gate opens")]
+    async fn work(
+        &self,
+        meta: RequestMetaObject,
+        peer: Peer<RoleServer>,
+        Parameters(CountArgs { count }): Parameters<CountArgs>,
+    ) -> String {
+        if let Some(token) = meta.get_progress_token() {
+            for step in 1..=count {
+                let param = ProgressNotificationParam::new(token.clone(), f64::from(step))
+                    .with_total(f64::from(count));
+                if peer.notify_progress(param).await.is_err() {
+                    break;
+                }
+            }
+        }
+        self.gate.notified().await;
+        format!("finished {count} steps")
+    }
+
+    #[tool(description = "Send `count` tools/list_changed notifications on the standalone stream")]
+    async fn announce(
+        &self,
+        peer: Peer<RoleServer>,
+        Parameters(CountArgs { count }): Parameters<CountArgs>,
+    ) -> String {
+        let mut sent = 0;
+        for _ in 0..count {
+            if peer.notify_tool_list_changed().await.is_ok() {
+                sent += 1;
+            }
+        }
+        format!("announced {sent}")
     }
 
     #[tool(description = "Add two integers")]
@@ -82,6 +137,52 @@ impl ServerHandler for DemoServer {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
             .with_instructions("rmcp-resume demo server")
     }
+}
+
+/// A service for [`DemoServer`] with explicit configuration; every session
+/// shares `gate`.
+pub fn demo_service_with(
+    gate: Arc<Notify>,
+    session: SessionConfig,
+    config: StreamableHttpServerConfig,
+) -> StreamableHttpService<DemoServer, LocalSessionManager> {
+    let mut manager = LocalSessionManager::default();
+    manager.session_config = session;
+    StreamableHttpService::new(
+        move || Ok(DemoServer::with_gate(gate.clone())),
+        Arc::new(manager),
+        config,
+    )
+}
+
+/// Serves `service` at `/mcp` on 127.0.0.1:0 until `ct` is cancelled.
+pub async fn serve_ephemeral<S>(
+    service: S,
+    ct: CancellationToken,
+) -> std::io::Result<(SocketAddr, tokio::task::JoinHandle<()>)>
+where
+    S: tower_service::Service<
+            axum::extract::Request,
+            Response = axum::response::Response<
+                http_body_util::combinators::BoxBody<bytes::Bytes, std::convert::Infallible>,
+            >,
+            Error = std::convert::Infallible,
+        > + Clone
+        + Send
+        + Sync
+        + 'static,
+    S::Future: Send + 'static,
+{
+    let router = axum::Router::new().nest_service("/mcp", service);
+    let listener = tokio::net::TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], 0))).await?;
+    let bound = listener.local_addr()?;
+    let task = tokio::spawn(async move {
+        let shutdown = async move { ct.cancelled_owned().await };
+        let _ = axum::serve(listener, router)
+            .with_graceful_shutdown(shutdown)
+            .await;
+    });
+    Ok((bound, task))
 }
 
 /// The streamable-HTTP service for [`DemoServer`] with a local session manager.

@@ -8,3 +8,8 @@
 pub use upstream::transport::*;
 
 pub mod resumption;
+
+#[cfg(feature = "transport-streamable-http-server-session")]
+pub mod streamable_http_server;
+#[cfg(all(feature = "transport-streamable-http-server", not(feature = "local")))]
+pub use streamable_http_server::tower::{StreamableHttpServerConfig, StreamableHttpService};

@@ -1,0 +1,450 @@
+//! The fork's server over real HTTP: what a resume is answered with, byte for
+//! byte, in every case the resumption issue lists.
+
+use std::sync::Arc;
+
+use rmcp::transport::resumption::{REPLAY_FLOOR_HEADER, REPLAY_NOTICE_EVENT, ReplayNotice};
+use rmcp::transport::streamable_http_server::StreamableHttpServerConfig;
+use rmcp::transport::streamable_http_server::session::local::SessionConfig;
+use rmcp_resume_e2e::raw::{Frame, RawSession, SseReader};
+use rmcp_resume_e2e::{demo_service_with, serve_ephemeral};
+use serde_json::{Value, json};
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+
+struct Harness {
+    url: String,
+    gate: Arc<Notify>,
+    ct: CancellationToken,
+    service: rmcp::transport::StreamableHttpService<
+        rmcp_resume_e2e::DemoServer,
+        rmcp::transport::streamable_http_server::session::local::LocalSessionManager,
+    >,
+}
+
+impl Drop for Harness {
+    fn drop(&mut self) {
+        self.ct.cancel();
+    }
+}
+
+fn session_config(capacity: usize) -> SessionConfig {
+    let mut config = SessionConfig::default();
+    config.channel_capacity = capacity;
+    // No timers: tests on tokio's paused clock must not see them fire.
+    config.keep_alive = None;
+    config.init_timeout = None;
+    config
+}
+
+async fn harness(session: SessionConfig) -> anyhow::Result<Harness> {
+    let gate = Arc::new(Notify::new());
+    let ct = CancellationToken::new();
+    let config = StreamableHttpServerConfig::default()
+        .with_sse_keep_alive(None)
+        .with_cancellation_token(ct.child_token());
+    let service = demo_service_with(gate.clone(), session, config);
+    let (addr, _task) = serve_ephemeral(service.clone(), ct.clone()).await?;
+    Ok(Harness {
+        url: format!("http://{addr}/mcp"),
+        gate,
+        ct,
+        service,
+    })
+}
+
+fn notice(frame: &Frame) -> ReplayNotice {
+    assert_eq!(
+        frame.event.as_deref(),
+        Some(REPLAY_NOTICE_EVENT),
+        "{frame:?}"
+    );
+    assert_eq!(frame.id, None, "the notice must never move a cursor");
+    ReplayNotice::from_json(&frame.data).unwrap_or_else(|e| panic!("{e}: {frame:?}"))
+}
+
+fn result_text(frame: &Frame) -> Option<String> {
+    let json = frame.json()?;
+    json["result"]["content"][0]["text"]
+        .as_str()
+        .map(str::to_owned)
+}
+
+fn is_progress(frame: &Frame) -> bool {
+    frame
+        .json()
+        .is_some_and(|j| j["method"] == "notifications/progress")
+}
+
+async fn error_body(response: reqwest::Response) -> anyhow::Result<Value> {
+    Ok(serde_json::from_str(&response.text().await?)?)
+}
+
+/// Calls `work` with progress, reads the priming and the progress events,
+/// then drops the connection: the tool is still waiting on the gate.
+async fn cut_work_call(session: &mut RawSession, steps: u32) -> anyhow::Result<(u64, Vec<Frame>)> {
+    let (id, response) = session
+        .call("work", json!({ "count": steps }), true)
+        .await?;
+    let mut reader = SseReader::new(response);
+    let mut seen = Vec::new();
+    while seen.iter().filter(|f| is_progress(f)).count() < steps as usize {
+        let frame = reader
+            .next()
+            .await?
+            .ok_or_else(|| anyhow::anyhow!("stream ended early: {seen:?}"))?;
+        seen.push(frame);
+    }
+    drop(reader);
+    Ok((id, seen))
+}
+
+#[tokio::test]
+async fn response_produced_while_cut_is_replayed_strictly_after_the_cursor() -> anyhow::Result<()> {
+    let h = harness(session_config(16)).await?;
+    let mut session = RawSession::open(&h.url).await?;
+    let (id, seen) = cut_work_call(&mut session, 3).await?;
+    let ids: Vec<_> = seen.iter().filter_map(|f| f.id.clone()).collect();
+    // Priming `0/M`, then progress `1/M..3/M`.
+    let stream = ids[0]
+        .split_once('/')
+        .map(|(_, m)| m.to_owned())
+        .unwrap_or_default();
+    assert_eq!(ids, [0, 1, 2, 3].map(|i| format!("{i}/{stream}")));
+
+    // The tool finishes while nobody is connected.
+    h.gate.notify_one();
+    let cursor = format!("2/{stream}");
+    let response = session.resume(&cursor).await?;
+    assert_eq!(response.status(), 200);
+    assert_eq!(
+        response
+            .headers()
+            .get(REPLAY_FLOOR_HEADER)
+            .and_then(|v| v.to_str().ok()),
+        Some(format!("0/{stream}").as_str())
+    );
+    let frames = SseReader::new(response).collect().await?;
+    let first = notice(&frames[0]);
+    assert!(first.complete);
+    assert_eq!(first.cursor.to_string(), cursor);
+    // Strictly after the cursor: 3/M (progress), then the response; then the end.
+    assert_eq!(
+        frames[1].id.as_deref(),
+        Some(format!("3/{stream}").as_str())
+    );
+    assert!(is_progress(&frames[1]));
+    assert_eq!(frames[2].json().map(|j| j["id"].clone()), Some(json!(id)));
+    assert_eq!(result_text(&frames[2]).as_deref(), Some("finished 3 steps"));
+    assert_eq!(frames.len(), 3, "{frames:?}");
+    assert_eq!(h.service.resume_stats().replayed, 1);
+    Ok(())
+}
+
+#[tokio::test]
+async fn drained_complete_stream_answers_204_not_an_empty_200() -> anyhow::Result<()> {
+    let h = harness(session_config(16)).await?;
+    let mut session = RawSession::open(&h.url).await?;
+    let (_, response) = session
+        .call("sum", json!({ "a": 1, "b": 2 }), false)
+        .await?;
+    let frames = SseReader::new(response).collect().await?;
+    let last = frames
+        .iter()
+        .rev()
+        .find_map(|f| f.id.clone())
+        .ok_or_else(|| anyhow::anyhow!("no ids in {frames:?}"))?;
+    let response = session.resume(&last).await?;
+    assert_eq!(response.status(), 204, "nothing follows the response");
+    assert_eq!(h.service.resume_stats().rejected, 1);
+    Ok(())
+}
+
+#[tokio::test]
+async fn request_cursor_below_the_floor_is_rejected_with_the_floor() -> anyhow::Result<()> {
+    // A log of 4 events: priming + 9 progress steps evict the early ones.
+    let h = harness(session_config(4)).await?;
+    let mut session = RawSession::open(&h.url).await?;
+    let (_, seen) = cut_work_call(&mut session, 9).await?;
+    let stream = seen[0]
+        .id
+        .as_deref()
+        .and_then(|i| i.split_once('/'))
+        .map(|(_, m)| m.to_owned())
+        .unwrap_or_default();
+    let cursor = format!("1/{stream}");
+    let response = session.resume(&cursor).await?;
+    assert_eq!(response.status(), 400);
+    let body = error_body(response).await?;
+    assert_eq!(body["jsonrpc"], "2.0");
+    assert_eq!(body["error"]["data"]["cursor"], json!(cursor));
+    assert_eq!(body["error"]["data"]["floor"], json!(format!("6/{stream}")));
+    h.gate.notify_one();
+    Ok(())
+}
+
+#[tokio::test]
+async fn standalone_cursor_below_the_floor_falls_back_to_a_declared_fresh_stream()
+-> anyhow::Result<()> {
+    let h = harness(session_config(4)).await?;
+    let mut session = RawSession::open(&h.url).await?;
+    // Ten notifications with no standalone reader: the log keeps 7..=10.
+    let (_, response) = session
+        .call("announce", json!({ "count": 10 }), false)
+        .await?;
+    let done = SseReader::new(response).collect().await?;
+    assert!(
+        done.iter()
+            .any(|f| result_text(f).as_deref() == Some("announced 10"))
+    );
+
+    let response = session.resume("2").await?;
+    assert_eq!(response.status(), 200);
+    assert_eq!(
+        response
+            .headers()
+            .get(REPLAY_FLOOR_HEADER)
+            .and_then(|v| v.to_str().ok()),
+        Some("7")
+    );
+    let mut reader = SseReader::new(response);
+    let first = reader.next().await?.map(|f| notice(&f));
+    let first = first.ok_or_else(|| anyhow::anyhow!("no notice"))?;
+    assert!(!first.complete, "the cursor was not honoured");
+    assert_eq!(first.floor.map(|f| f.to_string()).as_deref(), Some("7"));
+    // What is retained after the gap still arrives, then the stream stays live.
+    for expected in 7..=10 {
+        let frame = reader
+            .next()
+            .await?
+            .ok_or_else(|| anyhow::anyhow!("ended"))?;
+        assert_eq!(frame.id, Some(expected.to_string()));
+    }
+    let (_, response) = session
+        .call("announce", json!({ "count": 1 }), false)
+        .await?;
+    let _ = SseReader::new(response).collect().await?;
+    let live = reader
+        .next()
+        .await?
+        .ok_or_else(|| anyhow::anyhow!("ended"))?;
+    assert_eq!(live.id.as_deref(), Some("11"));
+    assert_eq!(h.service.resume_stats().fallback, 1);
+    Ok(())
+}
+
+#[tokio::test]
+async fn fresh_standalone_priming_id_precedes_the_first_event() -> anyhow::Result<()> {
+    let h = harness(session_config(16)).await?;
+    let mut session = RawSession::open(&h.url).await?;
+    let mut reader = SseReader::new(session.get(None).await?);
+    let priming = reader
+        .next()
+        .await?
+        .ok_or_else(|| anyhow::anyhow!("ended"))?;
+    assert_eq!(priming.id.as_deref(), Some("0"));
+    assert_eq!(priming.data, "");
+    let (_, response) = session
+        .call("announce", json!({ "count": 2 }), false)
+        .await?;
+    let _ = SseReader::new(response).collect().await?;
+    let a = reader
+        .next()
+        .await?
+        .ok_or_else(|| anyhow::anyhow!("ended"))?;
+    let b = reader
+        .next()
+        .await?
+        .ok_or_else(|| anyhow::anyhow!("ended"))?;
+    assert_eq!((a.id.as_deref(), b.id.as_deref()), (Some("1"), Some("2")));
+    Ok(())
+}
+
+#[tokio::test]
+async fn shadow_is_promoted_when_the_primary_goes_away() -> anyhow::Result<()> {
+    let h = harness(session_config(16)).await?;
+    let mut session = RawSession::open(&h.url).await?;
+    let mut primary = SseReader::new(session.get(None).await?);
+    assert!(primary.next().await?.is_some(), "priming");
+    let shadow_response = session.get(None).await?;
+    assert_eq!(
+        shadow_response.status(),
+        200,
+        "a second GET is a shadow, not a 409"
+    );
+    let mut shadow = SseReader::new(shadow_response);
+    let retry_only = shadow
+        .next()
+        .await?
+        .ok_or_else(|| anyhow::anyhow!("ended"))?;
+    assert_eq!(
+        retry_only.id, None,
+        "a shadow's first event is unknown, so no cursor"
+    );
+
+    let (_, response) = session
+        .call("announce", json!({ "count": 1 }), false)
+        .await?;
+    let _ = SseReader::new(response).collect().await?;
+    assert_eq!(
+        primary.next().await?.and_then(|f| f.id).as_deref(),
+        Some("1")
+    );
+
+    // The primary's connection goes away; the next notification must reach
+    // the shadow, exactly once.
+    drop(primary);
+    let (_, response) = session
+        .call("announce", json!({ "count": 2 }), false)
+        .await?;
+    let _ = SseReader::new(response).collect().await?;
+    let a = shadow.next().await?.and_then(|f| f.id);
+    let b = shadow.next().await?.and_then(|f| f.id);
+    assert_eq!((a.as_deref(), b.as_deref()), (Some("2"), Some("3")));
+    Ok(())
+}
+
+#[tokio::test]
+async fn stalled_standalone_reader_does_not_block_the_session() -> anyhow::Result<()> {
+    let h = harness(session_config(4)).await?;
+    let mut session = RawSession::open(&h.url).await?;
+    // Opened and never read.
+    let stalled = session.get(None).await?;
+    assert_eq!(stalled.status(), 200);
+    // Far more notifications than any buffer between worker and socket holds.
+    let (_, response) = session
+        .call("announce", json!({ "count": 20000 }), false)
+        .await?;
+    let frames = SseReader::new(response).collect().await?;
+    assert!(
+        frames
+            .iter()
+            .any(|f| result_text(f).as_deref() == Some("announced 20000"))
+    );
+    let (_, response) = session
+        .call("sum", json!({ "a": 2, "b": 2 }), false)
+        .await?;
+    let frames = SseReader::new(response).collect().await?;
+    assert!(
+        frames
+            .iter()
+            .any(|f| result_text(f).as_deref() == Some("4"))
+    );
+    drop(stalled);
+    Ok(())
+}
+
+#[tokio::test]
+async fn bad_cursors_get_a_clear_4xx_and_the_session_survives() -> anyhow::Result<()> {
+    let h = harness(session_config(16)).await?;
+    let mut session = RawSession::open(&h.url).await?;
+    let mib = vec![b'7'; 1 << 20];
+    let cases: [(&str, &[u8]); 7] = [
+        ("letters", b"abc"),
+        ("empty", b""),
+        ("extra slash", b"1/2/3"),
+        ("overflow", b"99999999999999999999999"),
+        ("non-utf8", &[0xff, 0xfe, 0x31]),
+        ("never-existed stream", b"0/999"),
+        ("one MiB", &mib),
+    ];
+    for (name, cursor) in cases {
+        let response = session.get(Some(cursor)).await;
+        let status = match response {
+            Ok(response) => response.status().as_u16(),
+            // An oversized header may be refused before any response line.
+            Err(error) => {
+                assert_eq!(name, "one MiB", "{name}: {error}");
+                431
+            }
+        };
+        assert!((400..500).contains(&status), "{name}: got {status}");
+        assert_ne!(status, 404, "{name}: a bad cursor is not a lost session");
+    }
+    // The session is intact.
+    let (_, response) = session
+        .call("sum", json!({ "a": 20, "b": 22 }), false)
+        .await?;
+    let frames = SseReader::new(response).collect().await?;
+    assert!(
+        frames
+            .iter()
+            .any(|f| result_text(f).as_deref() == Some("42"))
+    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn unknown_session_is_404_and_counted() -> anyhow::Result<()> {
+    let h = harness(session_config(16)).await?;
+    let mut session = RawSession::open(&h.url).await?;
+    session.session = "not-a-session".into();
+    let response = session.resume("3").await?;
+    assert_eq!(response.status(), 404);
+    assert_eq!(h.service.resume_stats().session_lost, 1);
+    Ok(())
+}
+
+#[tokio::test]
+async fn cursor_from_another_session_never_yields_its_events() -> anyhow::Result<()> {
+    let h = harness(session_config(16)).await?;
+    let mut a = RawSession::open(&h.url).await?;
+    let b = RawSession::open(&h.url).await?;
+    // Session A has standalone events 1..=3; B has none.
+    let (_, response) = a.call("announce", json!({ "count": 3 }), false).await?;
+    let _ = SseReader::new(response).collect().await?;
+    let mut reader = SseReader::new(b.resume("1").await?);
+    let first = reader.next().await?.map(|f| notice(&f));
+    assert_eq!(
+        first.map(|n| n.complete),
+        Some(false),
+        "B never produced event 1"
+    );
+    // Nothing of A's arrives on B: the next frame only comes from B's own event.
+    let (_, response) = a.call("announce", json!({ "count": 1 }), false).await?;
+    let _ = SseReader::new(response).collect().await?;
+    let mut b = b;
+    let (_, response) = b.call("announce", json!({ "count": 1 }), false).await?;
+    let _ = SseReader::new(response).collect().await?;
+    let next = reader
+        .next()
+        .await?
+        .ok_or_else(|| anyhow::anyhow!("ended"))?;
+    assert_eq!(next.id.as_deref(), Some("1"), "B's own first event");
+    Ok(())
+}
+
+#[tokio::test]
+async fn concurrent_resumes_of_one_cursor_leave_one_live_reader() -> anyhow::Result<()> {
+    let h = harness(session_config(16)).await?;
+    let mut session = RawSession::open(&h.url).await?;
+    let (_, seen) = cut_work_call(&mut session, 1).await?;
+    let cursor = seen[1].id.clone().unwrap_or_default();
+    let first = session.resume(&cursor).await?;
+    let second = session.resume(&cursor).await?;
+    assert_eq!(
+        (first.status().as_u16(), second.status().as_u16()),
+        (200, 200)
+    );
+    h.gate.notify_one();
+    // The newest resume gets the response; the older connection just ends.
+    let older = SseReader::new(first).collect().await?;
+    let newer = SseReader::new(second).collect().await?;
+    let answered = |frames: &[Frame]| frames.iter().any(|f| result_text(f).is_some());
+    assert!(answered(&newer), "{newer:?}");
+    assert!(
+        !answered(&older),
+        "the response must reach exactly one stream: {older:?}"
+    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn delete_answers_200_and_ends_the_session() -> anyhow::Result<()> {
+    let h = harness(session_config(16)).await?;
+    let session = RawSession::open(&h.url).await?;
+    let response = session.delete().await?;
+    assert_eq!(response.status(), 200);
+    assert_eq!(session.resume("1").await?.status(), 404);
+    Ok(())
+}

@@ -1,0 +1,252 @@
+//! A deliberately plain HTTP client for asserting exactly what the server
+//! sends: statuses, headers and SSE frames, with no MCP client in between.
+
+use std::time::Duration;
+
+use bytes::BytesMut;
+use futures::StreamExt;
+use serde_json::{Value, json};
+
+/// Protocol revision the raw client speaks (resumable streams exist in it).
+pub const PROTOCOL: &str = "2025-11-25";
+
+/// How long any single read may take before the test fails instead of hanging.
+pub const READ_LIMIT: Duration = Duration::from_secs(10);
+
+/// One SSE frame.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Frame {
+    /// `event:` (absent means `message`).
+    pub event: Option<String>,
+    /// `id:`.
+    pub id: Option<String>,
+    /// `data:` lines joined by `\n`.
+    pub data: String,
+    /// `retry:`.
+    pub retry: Option<u64>,
+}
+
+impl Frame {
+    /// The data as JSON, if it is.
+    pub fn json(&self) -> Option<Value> {
+        serde_json::from_str(&self.data).ok()
+    }
+}
+
+/// Reads SSE frames from a response body, skipping keep-alive comments.
+pub struct SseReader {
+    body: futures::stream::BoxStream<'static, reqwest::Result<bytes::Bytes>>,
+    buf: BytesMut,
+    done: bool,
+}
+
+impl SseReader {
+    /// Wraps a response whose body is an event stream.
+    pub fn new(response: reqwest::Response) -> Self {
+        Self {
+            body: response.bytes_stream().boxed(),
+            buf: BytesMut::new(),
+            done: false,
+        }
+    }
+
+    fn take_block(&mut self) -> Option<String> {
+        let text = std::str::from_utf8(&self.buf).ok()?;
+        let end = text.find("\n\n")?;
+        let block = text[..end].to_owned();
+        let _ = self.buf.split_to(end + 2);
+        Some(block)
+    }
+
+    /// The next frame, `Ok(None)` at the end of the stream, `Err` if nothing
+    /// arrives within [`READ_LIMIT`].
+    pub async fn next(&mut self) -> anyhow::Result<Option<Frame>> {
+        loop {
+            while let Some(block) = self.take_block() {
+                if let Some(frame) = parse_block(&block) {
+                    return Ok(Some(frame));
+                }
+            }
+            if self.done {
+                return Ok(None);
+            }
+            match tokio::time::timeout(READ_LIMIT, self.body.next()).await {
+                Err(_) => anyhow::bail!("no SSE frame within {READ_LIMIT:?}"),
+                Ok(None) => self.done = true,
+                Ok(Some(chunk)) => match chunk {
+                    Ok(bytes) => self.buf.extend_from_slice(&bytes),
+                    // A reset connection ends the stream as far as a test cares.
+                    Err(_) => self.done = true,
+                },
+            }
+        }
+    }
+
+    /// Every remaining frame until the server ends the stream.
+    pub async fn collect(mut self) -> anyhow::Result<Vec<Frame>> {
+        let mut frames = Vec::new();
+        for _ in 0..10_000 {
+            match self.next().await? {
+                Some(frame) => frames.push(frame),
+                None => return Ok(frames),
+            }
+        }
+        anyhow::bail!("stream did not end after 10000 frames")
+    }
+}
+
+fn parse_block(block: &str) -> Option<Frame> {
+    let mut frame = Frame::default();
+    let mut fields = 0;
+    let mut data: Vec<&str> = Vec::new();
+    for line in block.lines() {
+        if line.starts_with(':') {
+            continue;
+        }
+        let (name, value) = line.split_once(':').unwrap_or((line, ""));
+        let value = value.strip_prefix(' ').unwrap_or(value);
+        fields += 1;
+        match name {
+            "event" => frame.event = Some(value.to_owned()),
+            "id" => frame.id = Some(value.to_owned()),
+            "data" => data.push(value),
+            "retry" => frame.retry = value.parse().ok(),
+            _ => fields -= 1,
+        }
+    }
+    frame.data = data.join("\n");
+    (fields > 0).then_some(frame)
+}
+
+/// A session opened by hand.
+pub struct RawSession {
+    http: reqwest::Client,
+    /// The endpoint URL.
+    pub url: String,
+    /// `Mcp-Session-Id`.
+    pub session: String,
+    next_id: u64,
+}
+
+impl RawSession {
+    /// Initializes a session at `url`.
+    pub async fn open(url: &str) -> anyhow::Result<Self> {
+        let http = reqwest::Client::new();
+        let response = http
+            .post(url)
+            .header("accept", "application/json, text/event-stream")
+            .header("content-type", "application/json")
+            .json(&json!({
+                "jsonrpc": "2.0", "id": 0, "method": "initialize",
+                "params": {
+                    "protocolVersion": PROTOCOL,
+                    "capabilities": {},
+                    "clientInfo": { "name": "raw-test", "version": "0" }
+                }
+            }))
+            .send()
+            .await?;
+        anyhow::ensure!(
+            response.status() == 200,
+            "initialize: {}",
+            response.status()
+        );
+        let session = response
+            .headers()
+            .get("mcp-session-id")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned)
+            .ok_or_else(|| anyhow::anyhow!("no Mcp-Session-Id"))?;
+        let frames = SseReader::new(response).collect().await?;
+        anyhow::ensure!(
+            frames
+                .iter()
+                .any(|f| f.json().is_some_and(|j| j["id"] == 0)),
+            "no initialize result in {frames:?}"
+        );
+        let this = Self {
+            http,
+            url: url.to_owned(),
+            session,
+            next_id: 1,
+        };
+        let ack = this
+            .post(json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }))
+            .await?;
+        anyhow::ensure!(ack.status() == 202, "initialized: {}", ack.status());
+        Ok(this)
+    }
+
+    /// POSTs a JSON-RPC message in this session.
+    pub async fn post(&self, body: Value) -> anyhow::Result<reqwest::Response> {
+        Ok(self
+            .http
+            .post(&self.url)
+            .header("accept", "application/json, text/event-stream")
+            .header("content-type", "application/json")
+            .header("mcp-session-id", &self.session)
+            .header("mcp-protocol-version", PROTOCOL)
+            .json(&body)
+            .send()
+            .await?)
+    }
+
+    /// Calls tool `name`, returning the response whose body streams the call.
+    /// `progress` asks for progress notifications.
+    pub async fn call(
+        &mut self,
+        name: &str,
+        arguments: Value,
+        progress: bool,
+    ) -> anyhow::Result<(u64, reqwest::Response)> {
+        let id = self.next_id;
+        self.next_id += 1;
+        let mut params = json!({ "name": name, "arguments": arguments });
+        if progress {
+            params["_meta"] = json!({ "progressToken": format!("p{id}") });
+        }
+        let response = self
+            .post(json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params }))
+            .await?;
+        anyhow::ensure!(
+            response.status() == 200,
+            "tools/call: {}",
+            response.status()
+        );
+        Ok((id, response))
+    }
+
+    /// GETs the session's stream, optionally resuming from `last_event_id`
+    /// (raw bytes, so tests can send what a string cannot hold).
+    pub async fn get(&self, last_event_id: Option<&[u8]>) -> anyhow::Result<reqwest::Response> {
+        let mut request = self
+            .http
+            .get(&self.url)
+            .header("accept", "text/event-stream")
+            .header("mcp-session-id", &self.session)
+            .header("mcp-protocol-version", PROTOCOL);
+        if let Some(id) = last_event_id {
+            request = request.header(
+                "last-event-id",
+                reqwest::header::HeaderValue::from_bytes(id)?,
+            );
+        }
+        Ok(request.send().await?)
+    }
+
+    /// GETs with a textual cursor.
+    pub async fn resume(&self, cursor: &str) -> anyhow::Result<reqwest::Response> {
+        self.get(Some(cursor.as_bytes())).await
+    }
+
+    /// DELETEs the session.
+    pub async fn delete(&self) -> anyhow::Result<reqwest::Response> {
+        Ok(self
+            .http
+            .delete(&self.url)
+            .header("mcp-session-id", &self.session)
+            .header("mcp-protocol-version", PROTOCOL)
+            .send()
+            .await?)
+    }
+}
