@@ -448,3 +448,72 @@ async fn delete_answers_200_and_ends_the_session() -> anyhow::Result<()> {
     assert_eq!(session.resume("1").await?.status(), 404);
     Ok(())
 }
+
+#[tokio::test]
+async fn resume_keeps_upstream_request_validation() -> anyhow::Result<()> {
+    let h = harness(session_config(16)).await?;
+    let session = RawSession::open(&h.url).await?;
+    let http = reqwest::Client::new();
+    let get = |headers: &[(&str, &str)]| {
+        let accept = headers
+            .iter()
+            .find(|(n, _)| *n == "accept")
+            .map_or("text/event-stream", |(_, v)| *v);
+        let mut request = http
+            .get(&h.url)
+            .header("accept", accept)
+            .header("mcp-session-id", &session.session)
+            .header("last-event-id", "0");
+        for (name, value) in headers.iter().filter(|(n, _)| *n != "accept") {
+            request = request.header(*name, *value);
+        }
+        request.send()
+    };
+    // DNS-rebinding protection runs before any resume logic.
+    assert_eq!(get(&[("host", "evil.example.com")]).await?.status(), 403);
+    assert_eq!(get(&[("accept", "application/json")]).await?.status(), 406);
+    assert_eq!(
+        get(&[("mcp-protocol-version", "1999-01-01")])
+            .await?
+            .status(),
+        400
+    );
+    assert_eq!(
+        h.service.resume_stats(),
+        Default::default(),
+        "nothing was resumed"
+    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn completed_streams_beyond_the_cap_are_forgotten_oldest_first() -> anyhow::Result<()> {
+    let mut config = session_config(16);
+    config.max_completed_streams = 2;
+    let h = harness(config).await?;
+    let mut session = RawSession::open(&h.url).await?;
+    let mut primings = Vec::new();
+    for _ in 0..3 {
+        let (_, response) = session
+            .call("sum", json!({ "a": 1, "b": 1 }), false)
+            .await?;
+        let frames = SseReader::new(response).collect().await?;
+        primings.push(frames[0].id.clone().unwrap_or_default());
+    }
+    // One more event lets the worker apply the cap.
+    let (_, response) = session
+        .call("sum", json!({ "a": 1, "b": 1 }), false)
+        .await?;
+    let _ = SseReader::new(response).collect().await?;
+    assert_eq!(
+        session.resume(&primings[0]).await?.status(),
+        400,
+        "oldest forgotten"
+    );
+    assert_eq!(
+        session.resume(&primings[2]).await?.status(),
+        200,
+        "newest kept"
+    );
+    Ok(())
+}

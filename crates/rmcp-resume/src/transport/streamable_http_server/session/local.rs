@@ -19,7 +19,7 @@
 
 mod log;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::num::ParseIntError;
 use std::sync::Arc;
 use std::time::Duration;
@@ -27,10 +27,8 @@ use std::time::Duration;
 use futures::{Stream, StreamExt};
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::time::Instant;
-use tokio_stream::wrappers::ReceiverStream;
-use tokio_util::sync::{CancellationToken, DropGuard};
 
-use self::log::{Bell, CursorFit, ReaderId, StreamLog, ring, spawn_pump};
+use self::log::{Bell, CursorFit, LogReader, ReaderId, StreamLog, ring};
 use super::{
     EventStore, EventStoreError, EventStream, RestoreOutcome, ServerSseMessage, SessionManager,
 };
@@ -183,11 +181,9 @@ impl SessionManager for LocalSessionManager {
         message: ClientJsonRpcMessage,
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
         let handle = self.handle(id).await?;
-        let receiver = handle.establish_request_wise_channel().await?;
-        handle
-            .push_message(message, receiver.http_request_id)
-            .await?;
-        Ok(ReceiverStream::new(receiver.inner))
+        let opened = handle.open_request_stream().await?;
+        handle.push_message(message, opened.http_request_id).await?;
+        Ok(opened.stream)
     }
 
     async fn accept_message(
@@ -202,8 +198,12 @@ impl SessionManager for LocalSessionManager {
         &self,
         id: &SessionId,
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
-        let receiver = self.handle(id).await?.establish_common_channel().await?;
-        Ok(ReceiverStream::new(receiver.inner))
+        Ok(self
+            .handle(id)
+            .await?
+            .open_standalone_stream()
+            .await?
+            .stream)
     }
 
     async fn resume(
@@ -377,22 +377,47 @@ pub struct StreamableHttpMessageReceiver {
     pub http_request_id: Option<HttpRequestId>,
     /// The events.
     pub inner: mpsc::Receiver<ServerSseMessage>,
+}
+
+/// A new connection to one of a session's streams, read straight from the
+/// stream's log (fork-only; the `Receiver`-based API adds a task per stream).
+#[non_exhaustive]
+pub struct OpenedStream {
+    /// The request stream, or `None` for the standalone stream.
+    pub http_request_id: Option<HttpRequestId>,
+    /// The events.
+    pub stream: EventStream,
     /// Index of the first event this connection will carry, when it is a
     /// primary; `None` for a keep-alive-only shadow.
     start: Option<u64>,
 }
 
-impl StreamableHttpMessageReceiver {
+impl OpenedStream {
     /// The id of the event just before the first one this connection will
     /// carry: the honest priming id for a fresh standalone connection.
     /// `None` for a shadow, whose first event is not known yet.
     pub fn priming_event_id(&self) -> Option<String> {
-        let start = self.start?;
-        let before = start.checked_sub(1)?;
+        let before = self.start?.checked_sub(1)?;
         Some(match self.http_request_id {
             Some(m) => format!("{before}/{m}"),
             None => before.to_string(),
         })
+    }
+
+    fn into_receiver(self) -> StreamableHttpMessageReceiver {
+        StreamableHttpMessageReceiver {
+            http_request_id: self.http_request_id,
+            inner: forward(self.stream),
+        }
+    }
+}
+
+impl std::fmt::Debug for OpenedStream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OpenedStream")
+            .field("http_request_id", &self.http_request_id)
+            .field("start", &self.start)
+            .finish_non_exhaustive()
     }
 }
 
@@ -400,6 +425,16 @@ impl StreamableHttpMessageReceiver {
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum SessionEvent {
+    /// Open a request stream read straight from its log (fork-only).
+    OpenRequestStream {
+        /// Answer.
+        responder: oneshot::Sender<Result<OpenedStream, SessionError>>,
+    },
+    /// Open a standalone connection read straight from the log (fork-only).
+    OpenStandaloneStream {
+        /// Answer.
+        responder: oneshot::Sender<Result<OpenedStream, SessionError>>,
+    },
     /// Resume, saying what the replay covers (fork-only).
     ResumeWithNotice {
         /// Answer.
@@ -528,6 +563,19 @@ impl LocalSessionHandle {
         &self,
     ) -> Result<StreamableHttpMessageReceiver, SessionError> {
         self.ask(|responder| SessionEvent::EstablishRequestWiseChannel { responder })
+            .await
+    }
+
+    /// Opens a request stream, read straight from its log (fork-only).
+    pub async fn open_request_stream(&self) -> Result<OpenedStream, SessionError> {
+        self.ask(|responder| SessionEvent::OpenRequestStream { responder })
+            .await
+    }
+
+    /// Opens a standalone connection, read straight from the log: the
+    /// primary if none is live, else a shadow (fork-only).
+    pub async fn open_standalone_stream(&self) -> Result<OpenedStream, SessionError> {
+        self.ask(|responder| SessionEvent::OpenStandaloneStream { responder })
             .await
     }
 
@@ -661,6 +709,9 @@ pub struct SessionConfig {
     pub sse_retry: Option<Duration>,
     /// End the session after this long without any activity.
     pub keep_alive: Option<Duration>,
+    /// Answered request streams kept resumable at once; beyond this the
+    /// oldest is forgotten before its `completed_cache_ttl` (fork-only).
+    pub max_completed_streams: usize,
 }
 
 impl SessionConfig {
@@ -674,6 +725,8 @@ impl SessionConfig {
     pub const DEFAULT_SSE_RETRY: Duration = Duration::from_millis(3_000);
     /// Default `keep_alive`: five minutes.
     pub const DEFAULT_KEEP_ALIVE: Duration = Duration::from_secs(5 * 60);
+    /// Default `max_completed_streams`.
+    pub const DEFAULT_MAX_COMPLETED_STREAMS: usize = 1024;
 }
 
 impl Default for SessionConfig {
@@ -684,6 +737,7 @@ impl Default for SessionConfig {
             init_timeout: Some(Self::DEFAULT_INIT_TIMEOUT),
             sse_retry: Some(Self::DEFAULT_SSE_RETRY),
             keep_alive: Some(Self::DEFAULT_KEEP_ALIVE),
+            max_completed_streams: Self::DEFAULT_MAX_COMPLETED_STREAMS,
         }
     }
 }
@@ -703,7 +757,6 @@ fn new_session(
 ) -> (LocalSessionHandle, LocalSessionWorker) {
     let (event_tx, event_rx) = mpsc::channel(config.channel_capacity.max(1));
     let (bell, _) = watch::channel(0u64);
-    let session_ct = CancellationToken::new();
     tracing::debug!(session_id = %id, "create new session");
     let common = StreamLog::new(None, 1, config.channel_capacity, MAX_SHADOW_STREAMS);
     let worker = LocalSessionWorker {
@@ -713,12 +766,11 @@ fn new_session(
         event_rx,
         common,
         requests: HashMap::new(),
+        completed: VecDeque::new(),
         routes: HashMap::new(),
         next_http_request_id: 0,
         next_reader: 0,
         bell: Arc::new(bell),
-        _stop_pumps: session_ct.clone().drop_guard(),
-        session_ct,
     };
     (LocalSessionHandle { id, event_tx }, worker)
 }
@@ -745,13 +797,24 @@ pub struct LocalSessionWorker {
     event_rx: mpsc::Receiver<SessionEvent>,
     common: Arc<StreamLog>,
     requests: HashMap<HttpRequestId, RequestStream>,
+    /// Answered request streams in the order they completed, so expiry is
+    /// amortised O(1) however many a session has answered.
+    completed: VecDeque<(Instant, HttpRequestId)>,
     routes: HashMap<Route, HttpRequestId>,
     next_http_request_id: HttpRequestId,
     next_reader: ReaderId,
     bell: Bell,
-    session_ct: CancellationToken,
-    // Ends every pump when the worker is dropped, however it stops.
-    _stop_pumps: DropGuard,
+}
+
+impl Drop for LocalSessionWorker {
+    // However the worker stops, every connection to the session ends.
+    fn drop(&mut self) {
+        self.common.close();
+        for stream in self.requests.values() {
+            stream.log.close();
+        }
+        ring(&self.bell);
+    }
 }
 
 impl std::fmt::Debug for LocalSessionWorker {
@@ -774,28 +837,19 @@ impl LocalSessionWorker {
         self.next_reader
     }
 
-    fn connect_primary(
-        &mut self,
-        log: &Arc<StreamLog>,
-        position: u64,
-    ) -> mpsc::Receiver<ServerSseMessage> {
+    fn connect_primary(&mut self, log: &Arc<StreamLog>, position: u64) -> LogReader {
         let id = self.reader();
         log.attach_primary(id, position);
         ring(&self.bell);
-        spawn_pump(log.clone(), id, self.bell.clone(), self.session_ct.clone())
+        LogReader::new(log.clone(), id, self.bell.clone())
     }
 
-    fn connect_shadow(&mut self) -> mpsc::Receiver<ServerSseMessage> {
+    fn connect_shadow(&mut self) -> LogReader {
         let id = self.reader();
         self.common.attach_shadow(id);
         ring(&self.bell);
         tracing::debug!(session_id = %self.id, "standalone stream already live; opening a shadow");
-        spawn_pump(
-            self.common.clone(),
-            id,
-            self.bell.clone(),
-            self.session_ct.clone(),
-        )
+        LogReader::new(self.common.clone(), id, self.bell.clone())
     }
 
     async fn append(
@@ -823,7 +877,7 @@ impl LocalSessionWorker {
         Ok(())
     }
 
-    async fn open_request_stream(&mut self) -> Result<StreamableHttpMessageReceiver, SessionError> {
+    async fn open_request_stream(&mut self) -> Result<OpenedStream, SessionError> {
         let m = self.next_http_request_id;
         self.next_http_request_id = m.wrapping_add(1);
         if self.requests.contains_key(&m) {
@@ -841,25 +895,25 @@ impl LocalSessionWorker {
                 completed_at: None,
             },
         );
-        let inner = self.connect_primary(&log, 0);
-        Ok(StreamableHttpMessageReceiver {
+        let reader = self.connect_primary(&log, 0);
+        Ok(OpenedStream {
             http_request_id: Some(m),
-            inner,
+            stream: Box::pin(reader),
             start: Some(0),
         })
     }
 
-    fn open_common(&mut self) -> StreamableHttpMessageReceiver {
-        let (inner, start) = if self.common.lock().has_primary() {
+    fn open_common(&mut self) -> OpenedStream {
+        let (reader, start) = if self.common.lock().has_primary() {
             (self.connect_shadow(), None)
         } else {
             let common = self.common.clone();
             let position = common.resume_position();
             (self.connect_primary(&common, position), Some(position))
         };
-        StreamableHttpMessageReceiver {
+        OpenedStream {
             http_request_id: None,
-            inner,
+            stream: Box::pin(reader),
             start,
         }
     }
@@ -896,7 +950,7 @@ impl LocalSessionWorker {
                                 floor: Some(EventId::on(Some(m), floor)),
                                 complete: true,
                             },
-                            stream: Box::pin(ReceiverStream::new(inner)),
+                            stream: Box::pin(inner),
                         })
                     }
                     CursorFit::BelowFloor => Err(SessionError::CursorBelowFloor {
@@ -933,7 +987,7 @@ impl LocalSessionWorker {
                         floor: Some(EventId::on(None, floor)),
                         complete,
                     },
-                    stream: Box::pin(ReceiverStream::new(inner)),
+                    stream: Box::pin(inner),
                 })
             }
         }
@@ -997,7 +1051,11 @@ impl LocalSessionWorker {
     fn complete(&mut self, m: HttpRequestId) {
         if let Some(stream) = self.requests.get_mut(&m) {
             stream.log.finish();
-            stream.completed_at.get_or_insert_with(Instant::now);
+            if stream.completed_at.is_none() {
+                let now = Instant::now();
+                stream.completed_at = Some(now);
+                self.completed.push_back((now, m));
+            }
             for route in stream.routes.drain() {
                 self.routes.remove(&route);
             }
@@ -1033,8 +1091,15 @@ impl LocalSessionWorker {
 
     fn evict_expired(&mut self) {
         let ttl = self.config.completed_cache_ttl;
-        self.requests
-            .retain(|_, stream| stream.completed_at.is_none_or(|at| at.elapsed() < ttl));
+        let now = Instant::now();
+        while let Some(&(at, m)) = self.completed.front() {
+            let over_cap = self.completed.len() > self.config.max_completed_streams;
+            if !over_cap && now.duration_since(at) < ttl {
+                break;
+            }
+            self.completed.pop_front();
+            self.requests.remove(&m);
+        }
     }
 
     async fn close_connection(
@@ -1075,9 +1140,16 @@ impl LocalSessionWorker {
                 context.send_to_handler(message).await?;
             }
             SessionEvent::EstablishRequestWiseChannel { responder } => {
-                let _ = responder.send(self.open_request_stream().await);
+                let opened = self.open_request_stream().await;
+                let _ = responder.send(opened.map(OpenedStream::into_receiver));
             }
             SessionEvent::EstablishCommonChannel { responder } => {
+                let _ = responder.send(Ok(self.open_common().into_receiver()));
+            }
+            SessionEvent::OpenRequestStream { responder } => {
+                let _ = responder.send(self.open_request_stream().await);
+            }
+            SessionEvent::OpenStandaloneStream { responder } => {
                 let _ = responder.send(Ok(self.open_common()));
             }
             SessionEvent::CloseRequestWiseChannel { id, responder } => {
@@ -1098,7 +1170,6 @@ impl LocalSessionWorker {
                         Ok(StreamableHttpMessageReceiver {
                             http_request_id: stream,
                             inner: forward(resumed.stream),
-                            start: None,
                         })
                     } else {
                         Err(SessionError::InvalidEventId)
@@ -1130,11 +1201,17 @@ impl LocalSessionWorker {
     }
 }
 
-/// Feeds a stream into a channel, for the handle's `Receiver`-based API.
+/// Feeds a stream into a channel, for the handle's `Receiver`-based API. The
+/// task ends when either side does.
 fn forward(mut stream: EventStream) -> mpsc::Receiver<ServerSseMessage> {
     let (tx, rx) = mpsc::channel(1);
     tokio::spawn(async move {
-        while let Some(event) = stream.next().await {
+        loop {
+            let event = tokio::select! {
+                event = stream.next() => event,
+                _ = tx.closed() => None,
+            };
+            let Some(event) = event else { break };
             if tx.send(event).await.is_err() {
                 break;
             }
@@ -1231,6 +1308,3 @@ impl Worker for LocalSessionWorker {
         }
     }
 }
-
-#[cfg(test)]
-mod tests;

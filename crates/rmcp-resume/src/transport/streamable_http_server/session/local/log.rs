@@ -1,17 +1,21 @@
 //! Per-stream event logs and the readers that drain them.
 //!
 //! The session worker only ever appends to a log and bumps a version counter;
-//! it never awaits a reader. Each HTTP connection gets a *pump* task that
-//! copies events from the log into that connection's channel at the pace the
-//! peer reads. A slow or stalled peer therefore stalls only its own pump, and
-//! whatever it has not read stays in the log, from where a resume replays it
-//! (or, once evicted, is reported as lost via the replay floor).
+//! it never awaits a reader. Each HTTP connection reads the log through its
+//! own [`LogReader`] at the pace the peer reads. A slow or stalled peer
+//! therefore stalls only itself, and whatever it has not read stays in the
+//! log, from where a resume replays it (or, once evicted, is reported as lost
+//! via the replay floor).
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use tokio::sync::{mpsc, watch};
-use tokio_util::sync::CancellationToken;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use futures::{Stream, StreamExt};
+use tokio::sync::watch;
+use tokio_stream::wrappers::WatchStream;
 
 use super::super::ServerSseMessage;
 
@@ -238,6 +242,13 @@ impl StreamLog {
         }
     }
 
+    /// Ends every reader at once (the session is over).
+    pub(super) fn close(&self) {
+        let mut state = self.lock();
+        state.finished = true;
+        state.readers.clear();
+    }
+
     /// Removes a reader whose connection is gone, promoting the newest shadow
     /// if it was the primary. Returns whether anything changed.
     fn detach(&self, id: ReaderId) -> bool {
@@ -312,35 +323,65 @@ impl StreamLog {
     }
 }
 
-/// Wakes every pump of a session when any of its logs changes.
+/// Wakes every reader of a session when any of its logs changes.
 pub(super) type Bell = Arc<watch::Sender<u64>>;
 
 pub(super) fn ring(bell: &Bell) {
     bell.send_modify(|v| *v = v.wrapping_add(1));
 }
 
-/// Spawns the task that feeds one connection from `log`, returning the
-/// connection's receiving end.
-pub(super) fn spawn_pump(
+/// One connection's view of a log, as a stream.
+///
+/// Polling takes whatever the log already holds for this reader, so events
+/// that are ready together reach the socket together; there is no task or
+/// channel hop between the log and the HTTP body.
+pub(super) struct LogReader {
     log: Arc<StreamLog>,
     id: ReaderId,
     bell: Bell,
-    session_ct: CancellationToken,
-) -> mpsc::Receiver<ServerSseMessage> {
-    // One slot: anything the connection has not taken stays in the log, where
-    // a promoted shadow or a resume can still find it.
-    let (tx, rx) = mpsc::channel(1);
-    tokio::spawn(pump(log, id, bell, session_ct, tx));
-    rx
+    changes: WatchStream<u64>,
+    done: bool,
 }
 
-struct DetachOnDrop {
-    log: Arc<StreamLog>,
-    id: ReaderId,
-    bell: Bell,
+impl LogReader {
+    pub(super) fn new(log: Arc<StreamLog>, id: ReaderId, bell: Bell) -> Self {
+        // Subscribed before the first poll reads the log, so no change
+        // between the two can be missed.
+        let changes = WatchStream::from_changes(bell.subscribe());
+        Self {
+            log,
+            id,
+            bell,
+            changes,
+            done: false,
+        }
+    }
 }
 
-impl Drop for DetachOnDrop {
+impl Stream for LogReader {
+    type Item = ServerSseMessage;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = &mut *self;
+        while !this.done {
+            match this.log.step(this.id) {
+                Step::Send(index, event) => {
+                    this.log.delivered(this.id, index);
+                    return Poll::Ready(Some(event));
+                }
+                Step::Done => this.done = true,
+                Step::Wait => match this.changes.poll_next_unpin(cx) {
+                    Poll::Ready(Some(_)) => {}
+                    Poll::Ready(None) => this.done = true,
+                    Poll::Pending => return Poll::Pending,
+                },
+            }
+        }
+        Poll::Ready(None)
+    }
+}
+
+impl Drop for LogReader {
     fn drop(&mut self) {
         if self.log.detach(self.id) {
             ring(&self.bell);
@@ -348,48 +389,104 @@ impl Drop for DetachOnDrop {
     }
 }
 
-async fn pump(
-    log: Arc<StreamLog>,
-    id: ReaderId,
-    bell: Bell,
-    session_ct: CancellationToken,
-    tx: mpsc::Sender<ServerSseMessage>,
-) {
-    let mut changes = bell.subscribe();
-    let guard = DetachOnDrop {
-        log: log.clone(),
-        id,
-        bell,
-    };
-    loop {
-        // Mark the current version seen *before* reading the state, so a
-        // change made after the read is never missed.
-        changes.borrow_and_update();
-        match log.step(id) {
-            Step::Send(index, event) => {
-                tokio::select! {
-                    sent = tx.send(event) => {
-                        if sent.is_err() {
-                            break;
-                        }
-                        log.delivered(id, index);
-                    }
-                    _ = session_ct.cancelled() => break,
-                }
-            }
-            Step::Wait => {
-                tokio::select! {
-                    changed = changes.changed() => {
-                        if changed.is_err() {
-                            break;
-                        }
-                    }
-                    _ = tx.closed() => break,
-                    _ = session_ct.cancelled() => break,
-                }
-            }
-            Step::Done => break,
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn filled(capacity: usize, events: u64) -> Arc<StreamLog> {
+        let log = StreamLog::new(None, 1, capacity, 2);
+        for _ in 0..events {
+            log.append(ServerSseMessage::default(), None);
         }
+        log
     }
-    drop(guard);
+
+    #[test]
+    fn floor_and_fit_follow_eviction() {
+        let log = filled(4, 10);
+        let state = log.lock();
+        assert_eq!((state.floor(), state.next_index()), (7, 11));
+        assert_eq!(
+            state.fit(6),
+            CursorFit::Covered,
+            "6's successor 7 is retained"
+        );
+        assert_eq!(state.fit(5), CursorFit::BelowFloor);
+        assert_eq!(
+            state.fit(10),
+            CursorFit::Covered,
+            "nothing after the head yet"
+        );
+        assert_eq!(state.fit(11), CursorFit::BeyondHead);
+    }
+
+    #[test]
+    fn empty_log_floor_is_the_next_index() {
+        let log = filled(4, 0);
+        let state = log.lock();
+        assert_eq!(state.floor(), 1);
+        assert_eq!(state.fit(0), CursorFit::Covered);
+        assert_eq!(state.fit(1), CursorFit::BeyondHead);
+    }
+
+    #[test]
+    fn ids_carry_the_stream() {
+        let log = StreamLog::new(Some(7), 0, 4, 0);
+        log.append(ServerSseMessage::default(), None);
+        assert_eq!(log.event_id(0), "0/7");
+        assert_eq!(log.event_id(3), "3/7");
+    }
+
+    #[test]
+    fn newest_shadow_is_promoted_from_the_old_primary_position() {
+        let log = filled(8, 3);
+        log.attach_primary(1, 1);
+        log.attach_shadow(2);
+        log.attach_shadow(3);
+        assert!(matches!(log.step(1), Step::Send(1, _)));
+        log.delivered(1, 1);
+        assert!(matches!(log.step(3), Step::Wait), "shadows get nothing");
+        assert!(log.detach(1));
+        assert!(
+            matches!(log.step(3), Step::Send(2, _)),
+            "resumes after what was delivered"
+        );
+        assert!(matches!(log.step(2), Step::Wait), "only one primary");
+    }
+
+    #[test]
+    fn shadow_limit_drops_the_oldest() {
+        let log = filled(8, 0);
+        log.attach_primary(1, 1);
+        for id in 2..=5 {
+            log.attach_shadow(id);
+        }
+        let state = log.lock();
+        assert_eq!(state.shadow_count(), 2);
+        let ids: Vec<_> = state.readers.iter().map(|r| r.id).collect();
+        assert_eq!(ids, [1, 4, 5]);
+    }
+
+    #[test]
+    fn a_reader_behind_the_floor_is_ended_not_skipped() {
+        let log = filled(2, 1);
+        log.attach_primary(1, 1);
+        for _ in 0..5 {
+            log.append(ServerSseMessage::default(), None);
+        }
+        assert!(matches!(log.step(1), Step::Done));
+    }
+
+    #[test]
+    fn request_stream_has_one_reader_and_finishes() {
+        let log = StreamLog::new(Some(0), 0, 8, 0);
+        log.append(ServerSseMessage::default(), None);
+        log.attach_primary(1, 0);
+        log.attach_primary(2, 0);
+        assert!(matches!(log.step(1), Step::Done), "the older resume ends");
+        log.finish();
+        assert!(matches!(log.step(2), Step::Send(0, _)));
+        log.delivered(2, 0);
+        assert!(matches!(log.step(2), Step::Done));
+    }
 }

@@ -1,0 +1,75 @@
+//! A tool call over streamable HTTP in a stateful session (SSE response), on
+//! upstream rmcp 3.11.0's server and on the fork's, in the same run.
+//!
+//! Both servers serve the same handler on 127.0.0.1:0 and are called by the
+//! same client; only the server-side transport differs. Compare the two
+//! `round_trip/*` lines: the claim is fork/upstream <= 1 within noise.
+
+use std::sync::Arc;
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use rmcp::model::{CallToolRequestParams, ClientConfig};
+use rmcp::service::RunningService;
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::{RoleClient, ServiceExt};
+use rmcp_resume_e2e::{DemoServer, serve_ephemeral};
+use tokio_util::sync::CancellationToken;
+
+async fn client(url: String) -> RunningService<RoleClient, ClientConfig> {
+    ClientConfig::default()
+        .serve(StreamableHttpClientTransport::from_uri(url))
+        .await
+        .unwrap_or_else(|e| panic!("client: {e}"))
+}
+
+fn call() -> CallToolRequestParams {
+    let args = serde_json::json!({ "a": 20, "b": 22 });
+    CallToolRequestParams::new("sum").with_arguments(args.as_object().cloned().unwrap_or_default())
+}
+
+fn round_trip(c: &mut Criterion) {
+    let rt = tokio::runtime::Runtime::new().unwrap_or_else(|e| panic!("runtime: {e}"));
+    let ct = CancellationToken::new();
+    let (upstream_client, fork_client) = rt.block_on(async {
+        let upstream_service = upstream::transport::StreamableHttpService::new(
+            || Ok(DemoServer::new()),
+            Arc::new(upstream::transport::streamable_http_server::session::local::LocalSessionManager::default()),
+            upstream::transport::StreamableHttpServerConfig::default()
+                .with_cancellation_token(ct.child_token()),
+        );
+        let fork_service = rmcp_resume_e2e::demo_service(&ct);
+        let (up_addr, _) = serve_ephemeral(upstream_service, ct.clone())
+            .await
+            .unwrap_or_else(|e| panic!("bind: {e}"));
+        let (fork_addr, _) = serve_ephemeral(fork_service, ct.clone())
+            .await
+            .unwrap_or_else(|e| panic!("bind: {e}"));
+        (
+            client(format!("http://{up_addr}/mcp")).await,
+            client(format!("http://{fork_addr}/mcp")).await,
+        )
+    });
+
+    let mut group = c.benchmark_group("round_trip");
+    for (name, client) in [("upstream", &upstream_client), ("fork", &fork_client)] {
+        group.bench_function(name, |b| {
+            b.to_async(&rt).iter(|| async {
+                client
+                    .call_tool(call())
+                    .await
+                    .unwrap_or_else(|e| panic!("call: {e}"))
+            })
+        });
+    }
+    group.finish();
+    ct.cancel();
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default()
+        .sample_size(50)
+        .measurement_time(std::time::Duration::from_secs(5));
+    targets = round_trip
+}
+criterion_main!(benches);
