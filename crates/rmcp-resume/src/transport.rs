@@ -7,6 +7,7 @@
 
 pub use upstream::transport::*;
 
+pub mod common;
 pub mod resumption;
 
 #[cfg(feature = "transport-streamable-http-server-session")]

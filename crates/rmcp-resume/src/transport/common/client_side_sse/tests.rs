@@ -1,0 +1,593 @@
+//! Scripted servers against the resuming stream, on tokio's paused clock:
+//! delays are asserted exactly, attempts are counted, nothing is timed.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::StreamExt;
+use futures::future::BoxFuture;
+use sse_stream::Sse;
+use tokio::time::Instant;
+
+use super::*;
+use crate::model::ServerJsonRpcMessage;
+use crate::transport::resumption::{ContinuityError, ResumptionError};
+
+#[derive(Debug, thiserror::Error)]
+#[error("HTTP {0}")]
+struct Status(u16);
+
+/// One scripted answer to a GET.
+enum Answer {
+    /// 200 with these frames, then a clean close.
+    Frames(Vec<Sse>),
+    /// 200 with these frames, then silence forever.
+    Stall(Vec<Sse>),
+    /// An HTTP error.
+    Status(u16),
+}
+
+/// When each GET was made (since the script started) and with which cursor.
+type Entry = (Duration, Option<String>);
+
+#[derive(Clone, Default)]
+struct Log(Arc<Mutex<Vec<Entry>>>);
+
+impl Log {
+    fn entries(&self) -> Vec<Entry> {
+        self.0.lock().map(|l| l.clone()).unwrap_or_default()
+    }
+
+    fn cursors(&self) -> Vec<Option<String>> {
+        self.entries().into_iter().map(|(_, c)| c).collect()
+    }
+
+    /// Time between consecutive GETs.
+    fn gaps(&self) -> Vec<Duration> {
+        let at: Vec<_> = self.entries().into_iter().map(|(t, _)| t).collect();
+        at.windows(2).map(|w| w[1] - w[0]).collect()
+    }
+}
+
+struct Script {
+    answers: VecDeque<Answer>,
+    /// Answer once the script runs out.
+    then: fn() -> Answer,
+    log: Log,
+    start: Instant,
+}
+
+impl Script {
+    fn new(answers: Vec<Answer>, then: fn() -> Answer) -> (Self, Log) {
+        let log = Log::default();
+        let script = Self {
+            answers: answers.into(),
+            then,
+            log: log.clone(),
+            start: Instant::now(),
+        };
+        (script, log)
+    }
+}
+
+impl SseReconnect for Script {
+    type Error = Status;
+
+    fn reconnect(
+        &mut self,
+        last_event_id: Option<&str>,
+    ) -> BoxFuture<'static, Result<BoxedSseResponse, Status>> {
+        if let Ok(mut log) = self.log.0.lock() {
+            log.push((self.start.elapsed(), last_event_id.map(str::to_owned)));
+        }
+        let answer = self.answers.pop_front().unwrap_or_else(self.then);
+        Box::pin(async move {
+            match answer {
+                Answer::Frames(frames) => {
+                    Ok(futures::stream::iter(frames.into_iter().map(Ok)).boxed())
+                }
+                Answer::Stall(frames) => Ok(futures::stream::iter(frames.into_iter().map(Ok))
+                    .chain(futures::stream::pending())
+                    .boxed()),
+                Answer::Status(status) => Err(Status(status)),
+            }
+        })
+    }
+
+    fn classify(&self, error: &Status) -> ReconnectDisposition {
+        match error.0 {
+            400 => ReconnectDisposition::CursorRejected,
+            404 => ReconnectDisposition::SessionLost,
+            401 | 403 | 405 => ReconnectDisposition::Terminate,
+            _ => ReconnectDisposition::Retry,
+        }
+    }
+}
+
+fn message(id: &str, data: &str) -> Sse {
+    Sse {
+        event: None,
+        data: Some(data.to_owned()),
+        id: Some(id.to_owned()),
+        retry: None,
+    }
+}
+
+fn progress(id: &str, step: u32) -> Sse {
+    message(
+        id,
+        &format!(
+            r#"{{"jsonrpc":"2.0","method":"notifications/progress","params":{{"progressToken":"t","progress":{step}}}}}"#
+        ),
+    )
+}
+
+fn response(id: &str) -> Sse {
+    message(id, r#"{"jsonrpc":"2.0","id":1,"result":{}}"#)
+}
+
+fn priming(id: &str, retry_ms: u64) -> Sse {
+    Sse {
+        event: None,
+        data: Some(String::new()),
+        id: Some(id.to_owned()),
+        retry: Some(retry_ms),
+    }
+}
+
+fn notice(cursor: &str, floor: Option<&str>, complete: bool) -> Sse {
+    let floor = floor.map_or("null".to_owned(), |f| format!("\"{f}\""));
+    Sse {
+        event: Some("mcp-replay".to_owned()),
+        data: Some(format!(
+            r#"{{"cursor":"{cursor}","floor":{floor},"complete":{complete}}}"#
+        )),
+        id: None,
+        retry: None,
+    }
+}
+
+fn fixed(max_times: Option<usize>, ms: u64) -> Arc<dyn SseRetryPolicy> {
+    let mut policy = FixedInterval::default();
+    policy.max_times = max_times;
+    policy.duration = Duration::from_millis(ms);
+    Arc::new(policy)
+}
+
+fn backoff(max_times: Option<usize>, base_ms: u64) -> Arc<dyn SseRetryPolicy> {
+    let mut policy = ExponentialBackoff::default();
+    policy.max_times = max_times;
+    policy.base_duration = Duration::from_millis(base_ms);
+    Arc::new(policy)
+}
+
+type Outcome = (Vec<ServerJsonRpcMessage>, Option<ResumeStreamError<Status>>);
+
+/// Drives the stream to its end (bounded, so a looping stream fails the test).
+async fn drain(
+    stream: impl futures::Stream<Item = Result<ServerJsonRpcMessage, ResumeStreamError<Status>>>,
+) -> Outcome {
+    let mut stream = std::pin::pin!(stream);
+    let mut messages = Vec::new();
+    for _ in 0..1000 {
+        match stream.next().await {
+            Some(Ok(message)) => messages.push(message),
+            Some(Err(error)) => return (messages, Some(error)),
+            None => return (messages, None),
+        }
+    }
+    panic!(
+        "stream still running after 1000 items: {} messages",
+        messages.len()
+    );
+}
+
+fn cut_after(cursor: &str) -> Option<String> {
+    Some(cursor.to_owned())
+}
+
+#[tokio::test(start_paused = true)]
+async fn empty_200_server_grows_delays_and_is_bounded() {
+    // Upstream made 45 GETs in 500 ms against this server with max_times 3.
+    let (script, log) = Script::new(vec![], || Answer::Frames(vec![]));
+    let stream = resuming_sse_stream(
+        None,
+        cut_after("3/1"),
+        script,
+        StreamScope::Request,
+        backoff(Some(10), 100),
+        ResumeConfig::default(),
+    );
+    let (messages, error) = drain(stream).await;
+    assert!(messages.is_empty());
+    assert!(
+        matches!(
+            error,
+            Some(ResumeStreamError::Resumption(
+                ResumptionError::EmptyStream { .. }
+            ))
+        ),
+        "{error:?}"
+    );
+    // max_failed_resumes (3) empty closes, every one with the same cursor.
+    assert_eq!(log.cursors(), vec![cut_after("3/1"); 3]);
+    assert_eq!(
+        log.gaps(),
+        [Duration::from_millis(100), Duration::from_millis(200)]
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn max_times_is_honoured_when_it_is_smaller() {
+    let (script, log) = Script::new(vec![], || Answer::Frames(vec![]));
+    let config = ResumeConfig {
+        max_failed_resumes: 100,
+        ..ResumeConfig::default()
+    };
+    let stream = resuming_sse_stream(
+        None,
+        cut_after("0"),
+        script,
+        StreamScope::Request,
+        fixed(Some(3), 10),
+        config,
+    );
+    let (_, error) = drain(stream).await;
+    assert!(
+        matches!(
+            error,
+            Some(ResumeStreamError::Exhausted { attempts: 3, .. })
+        ),
+        "{error:?}"
+    );
+    assert_eq!(log.entries().len(), 4, "the first GET plus 3 retries");
+    assert_eq!(log.gaps(), [Duration::from_millis(10); 3]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn rejected_cursor_fails_the_request_at_once() {
+    let (script, log) = Script::new(vec![Answer::Status(400)], || Answer::Frames(vec![]));
+    let stream = resuming_sse_stream(
+        None,
+        cut_after("2/4"),
+        script,
+        StreamScope::Request,
+        fixed(None, 10),
+        ResumeConfig::default(),
+    );
+    let (_, error) = drain(stream).await;
+    let error = error.map(|e| e.to_string()).unwrap_or_default();
+    assert!(error.contains("2/4") && error.contains("400"), "{error}");
+    assert_eq!(log.entries().len(), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn gap_after_reconnect_fails_with_the_lost_range() {
+    let (script, _) = Script::new(
+        vec![Answer::Frames(vec![progress("9/1", 9), response("10/1")])],
+        || Answer::Frames(vec![]),
+    );
+    let stream = resuming_sse_stream(
+        None,
+        cut_after("3/1"),
+        script,
+        StreamScope::Request,
+        fixed(None, 10),
+        ResumeConfig::default(),
+    );
+    let (messages, error) = drain(stream).await;
+    assert!(
+        messages.is_empty(),
+        "nothing after a gap is delivered as if whole"
+    );
+    match error {
+        Some(ResumeStreamError::Resumption(err @ ResumptionError::Gap { .. })) => {
+            assert_eq!(
+                err.lost().map(|l| (l.first.index, l.last.index)),
+                Some((4, 8))
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn mid_stream_jump_is_reported() {
+    let first = futures::stream::iter(vec![
+        Ok(priming("0/2", 1000)),
+        Ok(progress("1/2", 1)),
+        Ok(progress("5/2", 5)),
+    ])
+    .boxed();
+    let (script, _) = Script::new(vec![], || Answer::Frames(vec![]));
+    let stream = resuming_sse_stream(
+        Some(first),
+        None,
+        script,
+        StreamScope::Request,
+        fixed(None, 10),
+        ResumeConfig::default(),
+    );
+    let (messages, error) = drain(stream).await;
+    assert_eq!(messages.len(), 1);
+    assert!(
+        matches!(
+            error,
+            Some(ResumeStreamError::Continuity(ContinuityError::Gap { .. }))
+        ),
+        "{error:?}"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn resent_cursor_event_is_dropped_not_delivered_twice() {
+    // Upstream rmcp servers replay the cursor event itself first.
+    let (script, _) = Script::new(
+        vec![Answer::Frames(vec![
+            progress("3/1", 3),
+            progress("4/1", 4),
+            response("5/1"),
+        ])],
+        || Answer::Frames(vec![]),
+    );
+    let stream = resuming_sse_stream(
+        None,
+        cut_after("3/1"),
+        script,
+        StreamScope::Request,
+        fixed(Some(0), 10),
+        ResumeConfig::default(),
+    );
+    let (messages, _) = drain(stream).await;
+    assert_eq!(
+        messages.len(),
+        2,
+        "4/1 and the response; 3/1 was already delivered"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn session_lost_on_404() {
+    let (script, log) = Script::new(vec![Answer::Status(404)], || Answer::Frames(vec![]));
+    let stream = resuming_sse_stream(
+        None,
+        cut_after("1"),
+        script,
+        StreamScope::Standalone,
+        fixed(None, 10),
+        ResumeConfig::default(),
+    );
+    let (_, error) = drain(stream).await;
+    assert!(
+        matches!(error, Some(ResumeStreamError::SessionLost(Status(404)))),
+        "{error:?}"
+    );
+    assert_eq!(log.entries().len(), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn stalled_stream_is_resumed_with_its_cursor_after_the_idle_timeout() {
+    let (script, log) = Script::new(
+        vec![
+            Answer::Stall(vec![priming("0/1", 1000), progress("1/1", 1)]),
+            Answer::Frames(vec![response("2/1")]),
+        ],
+        || Answer::Frames(vec![]),
+    );
+    let config = ResumeConfig {
+        idle_timeout: Some(Duration::from_secs(31)),
+        ..ResumeConfig::default()
+    };
+    let stream = resuming_sse_stream(
+        None,
+        None,
+        script,
+        StreamScope::Request,
+        fixed(Some(0), 10),
+        config,
+    );
+    let mut stream = std::pin::pin!(stream);
+    // The worker stops reading at the response, as here.
+    assert!(matches!(stream.next().await, Some(Ok(_))), "progress");
+    assert!(
+        matches!(stream.next().await, Some(Ok(_))),
+        "the response, after the resume"
+    );
+    assert_eq!(log.cursors(), [None, cut_after("1/1")]);
+    assert_eq!(log.gaps(), [Duration::from_secs(31)]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn event_store_poller_keeps_its_cursor_and_backs_off() {
+    // SEP-1699 polling against a server that acknowledges "nothing new yet".
+    let (script, log) = Script::new(
+        vec![
+            Answer::Frames(vec![notice("7", Some("1"), true)]),
+            Answer::Frames(vec![notice("7", Some("1"), true)]),
+            Answer::Frames(vec![notice("7", Some("1"), true), progress("8", 8)]),
+        ],
+        || Answer::Frames(vec![]),
+    );
+    let stream = resuming_sse_stream(
+        None,
+        cut_after("7"),
+        script,
+        StreamScope::Request,
+        backoff(Some(3), 100),
+        ResumeConfig::default(),
+    );
+    let mut stream = std::pin::pin!(stream);
+    let first = stream.next().await;
+    assert!(matches!(first, Some(Ok(_))), "{first:?}");
+    assert_eq!(
+        log.cursors(),
+        vec![cut_after("7"); 3],
+        "the cursor is never dropped"
+    );
+    assert_eq!(
+        log.gaps(),
+        [Duration::from_millis(100), Duration::from_millis(200)]
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn polling_close_after_priming_is_progress_and_honours_retry() {
+    let first = futures::stream::iter(vec![Ok(priming("0/3", 500))]).boxed();
+    let (script, log) = Script::new(
+        vec![
+            Answer::Frames(vec![priming("1/3", 500)]),
+            Answer::Frames(vec![response("2/3")]),
+        ],
+        || Answer::Frames(vec![]),
+    );
+    let stream = resuming_sse_stream(
+        Some(first),
+        cut_after("0/3"),
+        script,
+        StreamScope::Request,
+        fixed(Some(1), 10),
+        ResumeConfig::default(),
+    );
+    let mut stream = std::pin::pin!(stream);
+    assert!(matches!(stream.next().await, Some(Ok(_))));
+    assert_eq!(log.cursors(), [cut_after("0/3"), cut_after("1/3")]);
+    assert_eq!(
+        log.gaps(),
+        [Duration::from_millis(500)],
+        "server's retry, not the policy's"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn standalone_drops_its_cursor_after_repeated_failures_and_says_so() {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let config = ResumeConfig {
+        max_failed_resumes: 2,
+        on_discontinuity: Some({
+            let seen = seen.clone();
+            Arc::new(move |gap: &Discontinuity| {
+                if let Ok(mut seen) = seen.lock() {
+                    seen.push(gap.clone());
+                }
+            })
+        }),
+        ..ResumeConfig::default()
+    };
+    let (script, log) = Script::new(
+        vec![
+            Answer::Frames(vec![]),
+            Answer::Frames(vec![]),
+            Answer::Frames(vec![
+                priming("0", 1000),
+                message(
+                    "1",
+                    r#"{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}"#,
+                ),
+            ]),
+        ],
+        || Answer::Stall(vec![]),
+    );
+    let stream = resuming_sse_stream(
+        None,
+        cut_after("12"),
+        script,
+        StreamScope::Standalone,
+        fixed(None, 10),
+        config,
+    );
+    let mut stream = std::pin::pin!(stream);
+    assert!(matches!(stream.next().await, Some(Ok(_))));
+    assert_eq!(log.cursors(), [cut_after("12"), cut_after("12"), None]);
+    let seen = seen.lock().map(|s| s.clone()).unwrap_or_default();
+    assert_eq!(seen.len(), 1, "one discontinuity, reported once");
+    assert_eq!(seen[0].cursor.as_deref(), Some("12"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn standalone_fallback_notice_keeps_the_fresh_stream() {
+    let seen = Arc::new(Mutex::new(0));
+    let config = ResumeConfig {
+        on_discontinuity: Some({
+            let seen = seen.clone();
+            Arc::new(move |_: &Discontinuity| {
+                if let Ok(mut n) = seen.lock() {
+                    *n += 1;
+                }
+            })
+        }),
+        ..ResumeConfig::default()
+    };
+    let (script, log) = Script::new(
+        vec![Answer::Stall(vec![
+            notice("2", Some("7"), false),
+            message(
+                "7",
+                r#"{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}"#,
+            ),
+        ])],
+        || Answer::Stall(vec![]),
+    );
+    let stream = resuming_sse_stream(
+        None,
+        cut_after("2"),
+        script,
+        StreamScope::Standalone,
+        fixed(None, 10),
+        config,
+    );
+    let mut stream = std::pin::pin!(stream);
+    assert!(
+        matches!(stream.next().await, Some(Ok(_))),
+        "the fallback stream's events arrive"
+    );
+    assert_eq!(
+        log.entries().len(),
+        1,
+        "no reconnect: the fresh stream is kept"
+    );
+    assert_eq!(seen.lock().map(|n| *n).unwrap_or_default(), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn below_floor_notice_fails_a_request_stream() {
+    let (script, _) = Script::new(
+        vec![Answer::Stall(vec![notice("1/4", Some("6/4"), false)])],
+        || Answer::Frames(vec![]),
+    );
+    let stream = resuming_sse_stream(
+        None,
+        cut_after("1/4"),
+        script,
+        StreamScope::Request,
+        fixed(None, 10),
+        ResumeConfig::default(),
+    );
+    let (_, error) = drain(stream).await;
+    let text = error.map(|e| e.to_string()).unwrap_or_default();
+    assert!(
+        text.contains("1/4") && text.contains("6/4") && text.contains("lost"),
+        "{text}"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn terminal_statuses_stop_without_retrying() {
+    for status in [401, 403, 405] {
+        let (script, log) = Script::new(vec![Answer::Status(status)], || Answer::Frames(vec![]));
+        let stream = resuming_sse_stream(
+            None,
+            cut_after("1"),
+            script,
+            StreamScope::Standalone,
+            fixed(None, 10),
+            ResumeConfig::default(),
+        );
+        let (_, error) = drain(stream).await;
+        assert!(
+            matches!(error, Some(ResumeStreamError::Fatal(Status(s))) if s == status),
+            "{error:?}"
+        );
+        assert_eq!(log.entries().len(), 1, "{status}");
+    }
+}
