@@ -1,9 +1,9 @@
-//! A tool call over streamable HTTP in a stateful session (SSE response), on
-//! upstream rmcp 3.11.0's server and on the fork's, in the same run.
+//! A tool call over streamable HTTP in a stateful session (SSE response),
+//! upstream rmcp 3.11.0 against the fork, in the same run.
 //!
-//! Both servers serve the same handler on 127.0.0.1:0 and are called by the
-//! same client; only the server-side transport differs. Compare the two
-//! `round_trip/*` lines: the claim is fork/upstream <= 1 within noise.
+//! `server/*`: the same client calls upstream's server and the fork's.
+//! `client/*`: upstream's client and the fork's call the same (fork) server.
+//! The claim is fork/upstream <= 1 within noise for both pairs.
 
 use std::sync::Arc;
 
@@ -30,7 +30,7 @@ fn call() -> CallToolRequestParams {
 fn round_trip(c: &mut Criterion) {
     let rt = tokio::runtime::Runtime::new().unwrap_or_else(|e| panic!("runtime: {e}"));
     let ct = CancellationToken::new();
-    let (upstream_client, fork_client) = rt.block_on(async {
+    let (upstream_client, fork_client, upstream_side_client) = rt.block_on(async {
         let upstream_service = upstream::transport::StreamableHttpService::new(
             || Ok(DemoServer::new()),
             Arc::new(upstream::transport::streamable_http_server::session::local::LocalSessionManager::default()),
@@ -44,14 +44,27 @@ fn round_trip(c: &mut Criterion) {
         let (fork_addr, _) = serve_ephemeral(fork_service, ct.clone())
             .await
             .unwrap_or_else(|e| panic!("bind: {e}"));
+        let upstream_side = ClientConfig::default()
+            .serve(upstream::transport::StreamableHttpClientTransport::from_uri(format!(
+                "http://{fork_addr}/mcp"
+            )))
+            .await
+            .unwrap_or_else(|e| panic!("client: {e}"));
         (
             client(format!("http://{up_addr}/mcp")).await,
             client(format!("http://{fork_addr}/mcp")).await,
+            upstream_side,
         )
     });
 
     let mut group = c.benchmark_group("round_trip");
-    for (name, client) in [("upstream", &upstream_client), ("fork", &fork_client)] {
+    let pairs = [
+        ("server/upstream", &upstream_client),
+        ("server/fork", &fork_client),
+        ("client/upstream", &upstream_side_client),
+        ("client/fork", &fork_client),
+    ];
+    for (name, client) in pairs {
         group.bench_function(name, |b| {
             b.to_async(&rt).iter(|| async {
                 client

@@ -7,6 +7,7 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
+pub mod proxy;
 pub mod raw;
 
 use rmcp::{
@@ -50,6 +51,7 @@ pub struct CountArgs {
 pub struct DemoServer {
     tool_router: ToolRouter<Self>,
     gate: Arc<Notify>,
+    finished: Arc<Notify>,
 }
 
 impl Default for DemoServer {
@@ -69,9 +71,16 @@ impl DemoServer {
     /// test decides when a response is produced (for example, while the
     /// client is disconnected).
     pub fn with_gate(gate: Arc<Notify>) -> Self {
+        Self::with_signals(gate, Arc::new(Notify::new()))
+    }
+
+    /// Like [`DemoServer::with_gate`]; `finished` is notified when `work`
+    /// returns, so a test knows the response exists.
+    pub fn with_signals(gate: Arc<Notify>, finished: Arc<Notify>) -> Self {
         Self {
             tool_router: Self::tool_router(),
             gate,
+            finished,
         }
     }
 
@@ -92,6 +101,7 @@ impl DemoServer {
             }
         }
         self.gate.notified().await;
+        self.finished.notify_one();
         format!("finished {count} steps")
     }
 

@@ -14,3 +14,8 @@ pub mod resumption;
 pub mod streamable_http_server;
 #[cfg(all(feature = "transport-streamable-http-server", not(feature = "local")))]
 pub use streamable_http_server::tower::{StreamableHttpServerConfig, StreamableHttpService};
+
+#[cfg(feature = "transport-streamable-http-client")]
+pub mod streamable_http_client;
+#[cfg(feature = "transport-streamable-http-client")]
+pub use streamable_http_client::StreamableHttpClientTransport;

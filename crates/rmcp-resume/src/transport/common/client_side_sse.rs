@@ -9,5 +9,5 @@ mod tests;
 
 pub use resume::{
     Discontinuity, DiscontinuityObserver, ReconnectDisposition, ResumeConfig, ResumeStreamError,
-    SseReconnect, StreamScope, resuming_sse_stream,
+    SseReconnect, StreamScope, resuming_sse_frames, resuming_sse_stream,
 };

@@ -215,8 +215,9 @@ pub enum ResumeStreamError<E: std::error::Error + 'static> {
     Fatal(E),
 }
 
-/// Builds the resuming stream: `first` is the stream already open (a POST
-/// response or the first GET), `last_event_id` the cursor it starts from.
+/// Builds the resuming stream of JSON-RPC messages: `first` is the stream
+/// already open (a POST response or the first GET), `last_event_id` the
+/// cursor it starts from.
 pub fn resuming_sse_stream<R: SseReconnect>(
     first: Option<BoxedSseResponse>,
     last_event_id: Option<String>,
@@ -226,6 +227,37 @@ pub fn resuming_sse_stream<R: SseReconnect>(
     config: ResumeConfig,
 ) -> impl Stream<Item = Result<ServerJsonRpcMessage, ResumeStreamError<R::Error>>> + Send + 'static
 {
+    resuming_sse_frames(first, last_event_id, connector, scope, retry_policy, config).filter_map(
+        |frame| async move {
+            match frame {
+                Err(error) => Some(Err(error)),
+                Ok(sse) => {
+                    let data = sse.data.filter(|d| !d.is_empty())?;
+                    match serde_json::from_str::<ServerJsonRpcMessage>(&data) {
+                        Ok(message) => Some(Ok(message)),
+                        Err(error) => {
+                            tracing::debug!(%error, id = ?sse.id, "ignoring a non-JSON-RPC SSE message");
+                            None
+                        }
+                    }
+                }
+            }
+        },
+    )
+}
+
+/// The same stream as SSE frames, already judged: the replay notice and
+/// re-sent events are removed, and ids are checked. Message frames, priming
+/// frames (an id or a `retry` without data) pass through; other event types
+/// are dropped.
+pub fn resuming_sse_frames<R: SseReconnect>(
+    first: Option<BoxedSseResponse>,
+    last_event_id: Option<String>,
+    connector: R,
+    scope: StreamScope,
+    retry_policy: Arc<dyn SseRetryPolicy>,
+    config: ResumeConfig,
+) -> impl Stream<Item = Result<Sse, ResumeStreamError<R::Error>>> + Send + 'static {
     let machine = Machine {
         connector,
         scope,
@@ -249,7 +281,7 @@ pub fn resuming_sse_stream<R: SseReconnect>(
 
 /// Outcome of handling one frame.
 enum Frame<E: std::error::Error + 'static> {
-    Message(Box<ServerJsonRpcMessage>),
+    Pass(Box<Sse>),
     Skip,
     Fail(ResumeStreamError<E>),
 }
@@ -275,7 +307,7 @@ struct Machine<R: SseReconnect> {
     done: bool,
 }
 
-type Item<E> = Result<ServerJsonRpcMessage, ResumeStreamError<E>>;
+type Item<E> = Result<Sse, ResumeStreamError<E>>;
 
 impl<R: SseReconnect> Machine<R> {
     async fn next(&mut self) -> Option<Item<R::Error>> {
@@ -303,7 +335,7 @@ impl<R: SseReconnect> Machine<R> {
             };
             match read {
                 Some(Ok(sse)) => match self.on_frame(sse) {
-                    Frame::Message(message) => return Some(Ok(*message)),
+                    Frame::Pass(sse) => return Some(Ok(*sse)),
                     Frame::Skip => {}
                     Frame::Fail(error) => {
                         if let Some(end) = self.resume_failed(error) {
@@ -388,20 +420,13 @@ impl<R: SseReconnect> Machine<R> {
             }
         }
         let is_message = matches!(sse.event.as_deref(), None | Some("") | Some("message"));
-        let data = sse.data.unwrap_or_default();
-        if !is_message || data.is_empty() {
+        if !is_message {
             return Frame::Skip;
         }
-        match serde_json::from_str::<ServerJsonRpcMessage>(&data) {
-            Ok(message) => {
-                self.progress();
-                Frame::Message(Box::new(message))
-            }
-            Err(error) => {
-                tracing::debug!(%error, cursor = ?self.last_event_id, "ignoring a non-JSON-RPC SSE message");
-                Frame::Skip
-            }
+        if sse.data.as_deref().is_some_and(|d| !d.is_empty()) {
+            self.progress();
         }
+        Frame::Pass(Box::new(sse))
     }
 
     fn on_notice(&mut self, data: &str) -> Frame<R::Error> {
@@ -504,6 +529,9 @@ impl<R: SseReconnect> Machine<R> {
                 Verdict::Resumed(_) | Verdict::SessionLost(_) => self.schedule_after_progress(),
             };
         }
+        if let Some(end) = self.unresumable("the stream ended") {
+            return Some(end);
+        }
         // A stream that made progress may be closed by the server at will
         // (SEP-1699); honour its `retry` and count nothing.
         if self.failures == 0 {
@@ -551,7 +579,24 @@ impl<R: SseReconnect> Machine<R> {
     fn attempt_failed(&mut self, last: String) -> Option<ResumeStreamError<R::Error>> {
         self.current = None;
         self.verifier = None;
+        if let Some(end) = self.unresumable(&last) {
+            return Some(end);
+        }
         self.schedule(last)
+    }
+
+    /// A request stream that never carried an event id cannot be resumed: a
+    /// GET without `Last-Event-ID` would open the standalone stream instead.
+    fn unresumable(&mut self, last: &str) -> Option<ResumeStreamError<R::Error>> {
+        if self.scope != StreamScope::Request || self.last_event_id.is_some() {
+            return None;
+        }
+        self.done = true;
+        Some(ResumeStreamError::Exhausted {
+            attempts: 0,
+            cursor: None,
+            last: format!("{last}; the stream carried no event id to resume from"),
+        })
     }
 
     /// A resume that cannot succeed: a request stream fails now; the

@@ -1,0 +1,126 @@
+//! The fork's client over real HTTP, through a proxy that cuts connections:
+//! a tool call whose POST stream is cut, and whose tool finishes while the
+//! client is away, ends with the response or a clear error, in a bounded
+//! number of requests. Against the fork's server and against upstream's.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use rmcp::model::{CallToolRequestParams, ClientConfig};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::{ServiceError, ServiceExt};
+use rmcp_resume_e2e::DemoServer;
+use rmcp_resume_e2e::proxy::Proxy;
+use rmcp_resume_e2e::serve_ephemeral;
+use serde_json::json;
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+
+/// Bound on the whole scenario, so a regression fails instead of hanging.
+const LIMIT: Duration = Duration::from_secs(60);
+
+struct Signals {
+    gate: Arc<Notify>,
+    finished: Arc<Notify>,
+}
+
+fn signals() -> Signals {
+    Signals {
+        gate: Arc::new(Notify::new()),
+        finished: Arc::new(Notify::new()),
+    }
+}
+
+fn work_call() -> CallToolRequestParams {
+    serde_json::from_value(json!({
+        "name": "work",
+        "arguments": { "count": 2 },
+        "_meta": { "progressToken": "cut-me" }
+    }))
+    .unwrap_or_else(|e| panic!("params: {e}"))
+}
+
+/// Calls `work`, cuts every connection once its progress went out, lets the
+/// tool finish while nothing is connected, and returns how the call ended.
+async fn cut_call(proxy: &Proxy, s: &Signals) -> anyhow::Result<Result<String, ServiceError>> {
+    let client = ClientConfig::default()
+        .serve(StreamableHttpClientTransport::from_uri(format!(
+            "http://{}/mcp",
+            proxy.addr
+        )))
+        .await?;
+    let peer = client.peer().clone();
+    let call = peer.call_tool(work_call());
+    let mut call = std::pin::pin!(call);
+    tokio::select! {
+        _ = proxy.marker_seen() => {}
+        early = &mut call => anyhow::bail!("call ended before the cut: {early:?}"),
+    }
+    proxy.cut();
+    s.gate.notify_one();
+    s.finished.notified().await;
+    let outcome = tokio::time::timeout(LIMIT, call).await?;
+    drop(client);
+    Ok(outcome.map(|r| {
+        r.content
+            .first()
+            .and_then(|c| c.as_text())
+            .map(|t| t.text.clone())
+            .unwrap_or_default()
+    }))
+}
+
+#[tokio::test]
+async fn fork_server_delivers_the_response_produced_while_cut() -> anyhow::Result<()> {
+    let ct = CancellationToken::new();
+    let s = signals();
+    let (gate, finished) = (s.gate.clone(), s.finished.clone());
+    let manager: Arc<rmcp::transport::streamable_http_server::session::local::LocalSessionManager> =
+        Arc::default();
+    let service = rmcp::transport::StreamableHttpService::new(
+        move || Ok(DemoServer::with_signals(gate.clone(), finished.clone())),
+        manager,
+        rmcp::transport::StreamableHttpServerConfig::default()
+            .with_sse_retry(Some(Duration::from_millis(100)))
+            .with_cancellation_token(ct.child_token()),
+    );
+    let (addr, _) = serve_ephemeral(service.clone(), ct.clone()).await?;
+    let proxy = Proxy::start(addr, "notifications/progress", ct.clone()).await?;
+    let outcome = cut_call(&proxy, &s).await?;
+    assert_eq!(outcome.ok().as_deref(), Some("finished 2 steps"));
+    assert!(proxy.resumes() <= 3, "{} resumes", proxy.resumes());
+    assert!(
+        service.resume_stats().replayed >= 1,
+        "{:?}",
+        service.resume_stats()
+    );
+    ct.cancel();
+    Ok(())
+}
+
+#[tokio::test]
+async fn upstream_server_gives_a_clear_error_in_bounded_requests() -> anyhow::Result<()> {
+    let ct = CancellationToken::new();
+    let s = signals();
+    let (gate, finished) = (s.gate.clone(), s.finished.clone());
+    // Upstream drops a request's stream once answered, then answers the
+    // resume with an empty 200: the loop that motivated the fork.
+    let service = upstream::transport::StreamableHttpService::new(
+        move || Ok(DemoServer::with_signals(gate.clone(), finished.clone())),
+        Arc::new(upstream::transport::streamable_http_server::session::local::LocalSessionManager::default()),
+        upstream::transport::StreamableHttpServerConfig::default()
+            .with_sse_retry(Some(Duration::from_millis(100)))
+            .with_cancellation_token(ct.child_token()),
+    );
+    let (addr, _) = serve_ephemeral(service, ct.clone()).await?;
+    let proxy = Proxy::start(addr, "notifications/progress", ct.clone()).await?;
+    let outcome = cut_call(&proxy, &s).await?;
+    let error = match outcome {
+        Ok(text) => anyhow::bail!("a lost response cannot arrive, got {text:?}"),
+        Err(error) => error.to_string(),
+    };
+    assert!(error.contains("resumption failed"), "{error}");
+    assert!(proxy.resumes() <= 4, "{} resumes", proxy.resumes());
+    ct.cancel();
+    Ok(())
+}

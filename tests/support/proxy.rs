@@ -1,0 +1,127 @@
+//! A TCP proxy on 127.0.0.1:0 whose connections a test can cut, and which
+//! counts requests and watches the bytes it forwards.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{Notify, watch};
+use tokio_util::sync::CancellationToken;
+
+/// A cuttable proxy in front of one server.
+#[derive(Clone)]
+pub struct Proxy {
+    /// Where clients connect.
+    pub addr: SocketAddr,
+    cut: Arc<watch::Sender<u64>>,
+    gets: Arc<AtomicUsize>,
+    resumes: Arc<AtomicUsize>,
+    marker: Arc<(Vec<u8>, Notify)>,
+}
+
+impl Proxy {
+    /// Starts a proxy to `target`; `marker` is a byte string to watch for in
+    /// what the server sends (see [`Proxy::marker_seen`]).
+    pub async fn start(
+        target: SocketAddr,
+        marker: &str,
+        ct: CancellationToken,
+    ) -> std::io::Result<Self> {
+        let listener = TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], 0))).await?;
+        let (cut, _) = watch::channel(0u64);
+        let proxy = Self {
+            addr: listener.local_addr()?,
+            cut: Arc::new(cut),
+            gets: Arc::default(),
+            resumes: Arc::default(),
+            marker: Arc::new((marker.as_bytes().to_vec(), Notify::new())),
+        };
+        let accepting = proxy.clone();
+        tokio::spawn(async move {
+            loop {
+                let accepted = tokio::select! {
+                    accepted = listener.accept() => accepted,
+                    _ = ct.cancelled() => break,
+                };
+                let Ok((client, _)) = accepted else { break };
+                let Ok(server) = TcpStream::connect(target).await else {
+                    continue;
+                };
+                tokio::spawn(accepting.clone().relay(client, server));
+            }
+        });
+        Ok(proxy)
+    }
+
+    async fn relay(self, client: TcpStream, server: TcpStream) {
+        let mut cut = self.cut.subscribe();
+        let (mut client_read, mut client_write) = client.into_split();
+        let (mut server_read, mut server_write) = server.into_split();
+        let upstream = async {
+            let mut buf = vec![0u8; 16 * 1024];
+            loop {
+                let n = match client_read.read(&mut buf).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => n,
+                };
+                let chunk = &buf[..n];
+                if chunk.starts_with(b"GET ") {
+                    self.gets.fetch_add(1, Ordering::SeqCst);
+                    let lower = String::from_utf8_lossy(chunk).to_ascii_lowercase();
+                    if lower.contains("\r\nlast-event-id:") {
+                        self.resumes.fetch_add(1, Ordering::SeqCst);
+                    }
+                }
+                if server_write.write_all(chunk).await.is_err() {
+                    break;
+                }
+            }
+        };
+        let downstream = async {
+            let mut buf = vec![0u8; 16 * 1024];
+            loop {
+                let n = match server_read.read(&mut buf).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => n,
+                };
+                let chunk = &buf[..n];
+                let (marker, seen) = &*self.marker;
+                if !marker.is_empty() && chunk.windows(marker.len()).any(|w| w == marker.as_slice())
+                {
+                    seen.notify_waiters();
+                    seen.notify_one();
+                }
+                if client_write.write_all(chunk).await.is_err() {
+                    break;
+                }
+            }
+        };
+        tokio::select! {
+            _ = upstream => {}
+            _ = downstream => {}
+            _ = cut.changed() => {}
+        }
+    }
+
+    /// Closes every connection open now; later ones are unaffected.
+    pub fn cut(&self) {
+        self.cut.send_modify(|v| *v += 1);
+    }
+
+    /// Waits until the server has sent the marker through the proxy.
+    pub async fn marker_seen(&self) {
+        self.marker.1.notified().await;
+    }
+
+    /// `GET` requests forwarded so far.
+    pub fn gets(&self) -> usize {
+        self.gets.load(Ordering::SeqCst)
+    }
+
+    /// `GET` requests that carried `Last-Event-ID`.
+    pub fn resumes(&self) -> usize {
+        self.resumes.load(Ordering::SeqCst)
+    }
+}
