@@ -15,7 +15,7 @@
 //!   error naming the cursor (it surfaces as `ServiceError::McpError`), and is
 //!   never re-POSTed;
 //! - the standalone stream drops a cursor that keeps failing, starts afresh,
-//!   and reports a [`Discontinuity`] (one WARN, and
+//!   and reports a [`StandaloneDiscontinuity`] (one WARN, and
 //!   [`ResumeConfig::on_discontinuity`]).
 //!
 //! The reqwest, auth and unix-socket clients are upstream's, used unchanged.
