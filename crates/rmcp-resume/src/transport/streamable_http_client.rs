@@ -5,7 +5,7 @@
 //! [`ResumeGuard`], a [`StreamableHttpClient`] wrapper that takes every SSE
 //! stream (a POST's response stream, the standalone GET) and makes the
 //! reconnect decisions itself, with
-//! [`resuming_sse_frames`](crate::transport::common::client_side_sse::resuming_sse_frames):
+//! [`resuming_sse_frames`]:
 //!
 //! - a reconnect that closes before any new event is a failed attempt; only
 //!   progress resets the count; the retry policy's `max_times` holds;
