@@ -124,3 +124,34 @@ async fn upstream_server_gives_a_clear_error_in_bounded_requests() -> anyhow::Re
     ct.cancel();
     Ok(())
 }
+
+#[tokio::test]
+async fn worker_spawned_by_hand_is_the_forks() -> anyhow::Result<()> {
+    use rmcp::transport::WorkerTransport;
+    use rmcp::transport::streamable_http_client::{
+        StreamableHttpClientTransportConfig, StreamableHttpClientWorker,
+    };
+    let ct = CancellationToken::new();
+    let (addr, _) = rmcp_resume_e2e::serve_demo_ephemeral(ct.clone()).await?;
+    let worker = StreamableHttpClientWorker::new(
+        reqwest::Client::new(),
+        StreamableHttpClientTransportConfig::with_uri(format!("http://{addr}/mcp")),
+    );
+    // The fork's worker carries the fork-only knobs.
+    assert_eq!(worker.resume.max_failed_resumes, 3);
+    let client = ClientConfig::default()
+        .serve(WorkerTransport::spawn(worker))
+        .await?;
+    let result = client
+        .call_tool(CallToolRequestParams::new("build_info"))
+        .await?;
+    let text = result
+        .content
+        .first()
+        .and_then(|c| c.as_text())
+        .map(|t| t.text.clone());
+    assert_eq!(text.as_deref(), Some("rmcp-resume 0.1.0 over rmcp 3.11.0"));
+    client.cancel().await?;
+    ct.cancel();
+    Ok(())
+}
