@@ -123,6 +123,31 @@ fn progress(id: &str, step: u32) -> Sse {
     )
 }
 
+fn list_changed(id: &str) -> Sse {
+    message(
+        id,
+        r#"{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}"#,
+    )
+}
+
+type Seen = Arc<Mutex<Vec<Discontinuity>>>;
+
+/// A config whose discontinuities are recorded.
+fn recording(config: ResumeConfig) -> (ResumeConfig, Seen) {
+    let seen: Seen = Arc::default();
+    let sink = seen.clone();
+    let config = config.on_discontinuity(move |gap| {
+        if let Ok(mut seen) = sink.lock() {
+            seen.push(gap.clone());
+        }
+    });
+    (config, seen)
+}
+
+fn seen(seen: &Seen) -> Vec<Discontinuity> {
+    seen.lock().map(|s| s.clone()).unwrap_or_default()
+}
+
 fn response(id: &str) -> Sse {
     message(id, r#"{"jsonrpc":"2.0","id":1,"result":{}}"#)
 }
@@ -461,30 +486,12 @@ async fn polling_close_after_priming_is_progress_and_honours_retry() {
 
 #[tokio::test(start_paused = true)]
 async fn standalone_drops_its_cursor_after_repeated_failures_and_says_so() {
-    let seen = Arc::new(Mutex::new(Vec::new()));
-    let config = ResumeConfig {
-        max_failed_resumes: 2,
-        on_discontinuity: Some({
-            let seen = seen.clone();
-            Arc::new(move |gap: &Discontinuity| {
-                if let Ok(mut seen) = seen.lock() {
-                    seen.push(gap.clone());
-                }
-            })
-        }),
-        ..ResumeConfig::default()
-    };
+    let (config, gaps) = recording(ResumeConfig::default().with_max_failed_resumes(2));
     let (script, log) = Script::new(
         vec![
             Answer::Frames(vec![]),
             Answer::Frames(vec![]),
-            Answer::Frames(vec![
-                priming("0", 1000),
-                message(
-                    "1",
-                    r#"{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}"#,
-                ),
-            ]),
+            Answer::Frames(vec![priming("0", 1000), list_changed("1")]),
         ],
         || Answer::Stall(vec![]),
     );
@@ -499,32 +506,18 @@ async fn standalone_drops_its_cursor_after_repeated_failures_and_says_so() {
     let mut stream = std::pin::pin!(stream);
     assert!(matches!(stream.next().await, Some(Ok(_))));
     assert_eq!(log.cursors(), [cut_after("12"), cut_after("12"), None]);
-    let seen = seen.lock().map(|s| s.clone()).unwrap_or_default();
-    assert_eq!(seen.len(), 1, "one discontinuity, reported once");
-    assert_eq!(seen[0].cursor.as_deref(), Some("12"));
+    let gaps = seen(&gaps);
+    assert_eq!(gaps.len(), 1, "one discontinuity, reported once");
+    assert_eq!(gaps[0].cursor.as_deref(), Some("12"));
 }
 
 #[tokio::test(start_paused = true)]
 async fn standalone_fallback_notice_keeps_the_fresh_stream() {
-    let seen = Arc::new(Mutex::new(0));
-    let config = ResumeConfig {
-        on_discontinuity: Some({
-            let seen = seen.clone();
-            Arc::new(move |_: &Discontinuity| {
-                if let Ok(mut n) = seen.lock() {
-                    *n += 1;
-                }
-            })
-        }),
-        ..ResumeConfig::default()
-    };
+    let (config, gaps) = recording(ResumeConfig::default());
     let (script, log) = Script::new(
         vec![Answer::Stall(vec![
             notice("2", Some("7"), false),
-            message(
-                "7",
-                r#"{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}"#,
-            ),
+            list_changed("7"),
         ])],
         || Answer::Stall(vec![]),
     );
@@ -546,7 +539,7 @@ async fn standalone_fallback_notice_keeps_the_fresh_stream() {
         1,
         "no reconnect: the fresh stream is kept"
     );
-    assert_eq!(seen.lock().map(|n| *n).unwrap_or_default(), 1);
+    assert_eq!(seen(&gaps).len(), 1);
 }
 
 #[tokio::test(start_paused = true)]
