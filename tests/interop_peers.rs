@@ -1,0 +1,123 @@
+//! Other people's clients against the fork's server: the TypeScript SDK and
+//! the Python SDK initialize, list and call tools, and resume a tool call
+//! whose connection is cut, meeting the fork's `mcp-replay` notice and
+//! replay on the way. `bash .ci/test` installs both (tests/peers); a missing
+//! peer fails the test rather than skipping it.
+
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rmcp::transport::StreamableHttpServerConfig;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp_resume_e2e::proxy::Proxy;
+use rmcp_resume_e2e::{DemoServer, serve_ephemeral};
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+
+const LIMIT: Duration = Duration::from_secs(90);
+
+fn peers() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/peers")
+}
+
+fn require(path: PathBuf, what: &str) -> anyhow::Result<PathBuf> {
+    anyhow::ensure!(
+        path.exists(),
+        "{what} is not installed at {}: run `bash .ci/test`, which installs the peers",
+        path.display()
+    );
+    Ok(path)
+}
+
+/// Runs `program args… <url>` against a fork server behind a cuttable proxy;
+/// cuts every connection once the `work` call's progress went out, then lets
+/// the tool finish. Returns the peer's stdout and the service's resume stats.
+async fn run_peer(
+    program: PathBuf,
+    args: &[PathBuf],
+) -> anyhow::Result<(
+    String,
+    rmcp::transport::streamable_http_server::tower::ResumeStats,
+)> {
+    let ct = CancellationToken::new();
+    let (gate, finished) = (Arc::new(Notify::new()), Arc::new(Notify::new()));
+    let (g, f) = (gate.clone(), finished.clone());
+    let service = rmcp::transport::StreamableHttpService::new(
+        move || Ok(DemoServer::with_signals(g.clone(), f.clone())),
+        Arc::new(LocalSessionManager::default()),
+        StreamableHttpServerConfig::default()
+            .with_sse_retry(Some(Duration::from_millis(200)))
+            .with_cancellation_token(ct.child_token()),
+    );
+    let (addr, _) = serve_ephemeral(service.clone(), ct.clone()).await?;
+    let proxy = Proxy::start(addr, "notifications/progress", ct.clone()).await?;
+    let child = tokio::process::Command::new(&program)
+        .args(args)
+        .arg(format!("http://{}/mcp", proxy.addr))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()?;
+    let output = child.wait_with_output();
+    let mut output = std::pin::pin!(output);
+    tokio::select! {
+        _ = proxy.marker_seen() => {}
+        done = &mut output => anyhow::bail!("peer ended before the cut: {:?}", done.map(|o| String::from_utf8_lossy(&o.stdout).into_owned())),
+    }
+    proxy.cut();
+    gate.notify_one();
+    let output = tokio::time::timeout(LIMIT, output).await??;
+    ct.cancel();
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    anyhow::ensure!(
+        output.status.success(),
+        "peer failed ({}):\n{stdout}\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    Ok((stdout, service.resume_stats()))
+}
+
+fn assert_scenario(stdout: &str) {
+    assert!(
+        stdout.contains("tools: announce,build_info,echo,sum,work"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("sum: 42"), "{stdout}");
+    assert!(stdout.contains("work: finished 2 steps"), "{stdout}");
+}
+
+#[tokio::test]
+async fn typescript_sdk_client_resumes_through_the_notice() -> anyhow::Result<()> {
+    let dir = peers();
+    require(
+        dir.join("node_modules/@modelcontextprotocol/sdk"),
+        "@modelcontextprotocol/sdk",
+    )?;
+    let (stdout, stats) = run_peer(PathBuf::from("node"), &[dir.join("ts_client.mjs")]).await?;
+    assert_scenario(&stdout);
+    assert!(stdout.contains("unexpected-errors: 0"), "{stdout}");
+    assert!(
+        stats.replayed >= 1,
+        "the SDK resumed through the fork's replay: {stats:?}"
+    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn python_sdk_client_resumes_through_the_notice() -> anyhow::Result<()> {
+    let dir = peers();
+    let python = require(
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/peers-venv/bin/python"),
+        "the Python SDK (mcp) virtualenv",
+    )?;
+    let (stdout, stats) = run_peer(python, &[dir.join("py_client.py")]).await?;
+    assert_scenario(&stdout);
+    assert!(
+        stats.replayed >= 1,
+        "the SDK resumed through the fork's replay: {stats:?}"
+    );
+    Ok(())
+}
