@@ -35,7 +35,10 @@ async fn renamed_dependency_serves_macro_tools_through_the_fork() -> anyhow::Res
     let tools = client.list_all_tools().await?;
     let mut names: Vec<_> = tools.iter().map(|t| t.name.to_string()).collect();
     names.sort();
-    assert_eq!(names, ["announce", "build_info", "echo", "sum", "work"]);
+    assert_eq!(
+        names,
+        ["announce", "build_info", "burst", "echo", "sum", "work"]
+    );
 
     let args = serde_json::json!({ "a": 40, "b": 2 });
     let sum = client

@@ -105,6 +105,33 @@ impl DemoServer {
         format!("finished {count} steps")
     }
 
+    #[tool(
+        description = "Report one progress step, wait for the gate, report the rest, wait for the gate again, finish"
+    )]
+    async fn burst(
+        &self,
+        meta: RequestMetaObject,
+        peer: Peer<RoleServer>,
+        Parameters(CountArgs { count }): Parameters<CountArgs>,
+    ) -> String {
+        let token = meta.get_progress_token();
+        for step in 1..=count {
+            if let Some(token) = &token {
+                let param = ProgressNotificationParam::new(token.clone(), f64::from(step))
+                    .with_total(f64::from(count));
+                let _ = peer.notify_progress(param).await;
+            }
+            if step == 1 {
+                self.gate.notified().await;
+            }
+        }
+        // Everything is emitted; the response waits for a second opening so
+        // a test can resume before it exists.
+        self.finished.notify_one();
+        self.gate.notified().await;
+        format!("burst of {count}")
+    }
+
     #[tool(description = "Send `count` tools/list_changed notifications on the standalone stream")]
     async fn announce(
         &self,

@@ -18,6 +18,7 @@ pub struct Proxy {
     cut: Arc<watch::Sender<u64>>,
     gets: Arc<AtomicUsize>,
     resumes: Arc<AtomicUsize>,
+    resumed: Arc<Notify>,
     marker: Arc<(Vec<u8>, Notify)>,
 }
 
@@ -36,6 +37,7 @@ impl Proxy {
             cut: Arc::new(cut),
             gets: Arc::default(),
             resumes: Arc::default(),
+            resumed: Arc::default(),
             marker: Arc::new((marker.as_bytes().to_vec(), Notify::new())),
         };
         let accepting = proxy.clone();
@@ -72,6 +74,7 @@ impl Proxy {
                     let lower = String::from_utf8_lossy(chunk).to_ascii_lowercase();
                     if lower.contains("\r\nlast-event-id:") {
                         self.resumes.fetch_add(1, Ordering::SeqCst);
+                        self.resumed.notify_one();
                     }
                 }
                 if server_write.write_all(chunk).await.is_err() {
@@ -113,6 +116,12 @@ impl Proxy {
     /// Waits until the server has sent the marker through the proxy.
     pub async fn marker_seen(&self) {
         self.marker.1.notified().await;
+    }
+
+    /// Waits for a `GET` carrying `Last-Event-ID` (one that arrived before the
+    /// call counts).
+    pub async fn resume_seen(&self) {
+        self.resumed.notified().await;
     }
 
     /// `GET` requests forwarded so far.

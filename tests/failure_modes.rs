@@ -1,0 +1,297 @@
+//! The failure modes that motivated the fork, each run twice with the same
+//! scenario code: against upstream rmcp 3.11.0 (client and server), where the
+//! bug must show, and against the fork, where it must not.
+//!
+//! Upstream's side is observed over a bounded window: a loop or a hang is
+//! proven by what happens within it, and the window ends the test.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use rmcp::model::{CallToolRequestParams, ClientConfig, ProgressNotificationParam};
+use rmcp::service::{NotificationContext, RunningService};
+use rmcp::{ClientHandler, RoleClient, ServiceError, ServiceExt};
+use rmcp_resume_e2e::proxy::Proxy;
+use rmcp_resume_e2e::raw::{RawSession, SseReader};
+use rmcp_resume_e2e::{DemoServer, serve_ephemeral};
+use serde_json::json;
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+
+/// How long upstream's side is watched for a loop or a hang.
+const WINDOW: Duration = Duration::from_secs(3);
+/// Priming `retry` both servers send, so loops show quickly.
+const RETRY: Duration = Duration::from_millis(200);
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Side {
+    Upstream,
+    Fork,
+}
+
+/// Counts the progress notifications a client receives.
+#[derive(Clone, Default)]
+struct Progress(Arc<AtomicUsize>);
+
+impl ClientHandler for Progress {
+    async fn on_progress(&self, _: ProgressNotificationParam, _: NotificationContext<RoleClient>) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+
+    fn get_info(&self) -> ClientConfig {
+        ClientConfig::default()
+    }
+}
+
+struct World {
+    proxy: Proxy,
+    gate: Arc<Notify>,
+    finished: Arc<Notify>,
+    ct: CancellationToken,
+}
+
+impl Drop for World {
+    fn drop(&mut self) {
+        self.ct.cancel();
+    }
+}
+
+/// One server of `side` with a replay window of `capacity`, behind a proxy
+/// that watches for progress.
+async fn world(side: Side, capacity: usize) -> anyhow::Result<World> {
+    let ct = CancellationToken::new();
+    let (gate, finished) = (Arc::new(Notify::new()), Arc::new(Notify::new()));
+    let (g, f) = (gate.clone(), finished.clone());
+    let factory = move || Ok(DemoServer::with_signals(g.clone(), f.clone()));
+    let addr = match side {
+        Side::Upstream => {
+            use upstream::transport::streamable_http_server::session::local::LocalSessionManager;
+            let mut manager = LocalSessionManager::default();
+            manager.session_config.channel_capacity = capacity;
+            let config = upstream::transport::StreamableHttpServerConfig::default()
+                .with_sse_retry(Some(RETRY))
+                .with_cancellation_token(ct.child_token());
+            let service =
+                upstream::transport::StreamableHttpService::new(factory, Arc::new(manager), config);
+            serve_ephemeral(service, ct.clone()).await?.0
+        }
+        Side::Fork => {
+            use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+            let mut manager = LocalSessionManager::default();
+            manager.session_config.channel_capacity = capacity;
+            let config = rmcp::transport::StreamableHttpServerConfig::default()
+                .with_sse_retry(Some(RETRY))
+                .with_cancellation_token(ct.child_token());
+            let service =
+                rmcp::transport::StreamableHttpService::new(factory, Arc::new(manager), config);
+            serve_ephemeral(service, ct.clone()).await?.0
+        }
+    };
+    let proxy = Proxy::start(addr, "notifications/progress", ct.clone()).await?;
+    Ok(World {
+        proxy,
+        gate,
+        finished,
+        ct,
+    })
+}
+
+async fn client(
+    side: Side,
+    world: &World,
+    progress: Progress,
+) -> anyhow::Result<RunningService<RoleClient, Progress>> {
+    let url = format!("http://{}/mcp", world.proxy.addr);
+    Ok(match side {
+        Side::Upstream => {
+            progress
+                .serve(upstream::transport::StreamableHttpClientTransport::from_uri(url))
+                .await?
+        }
+        Side::Fork => {
+            progress
+                .serve(rmcp::transport::StreamableHttpClientTransport::from_uri(
+                    url,
+                ))
+                .await?
+        }
+    })
+}
+
+fn call(tool: &str, count: u32) -> CallToolRequestParams {
+    serde_json::from_value(json!({
+        "name": tool,
+        "arguments": { "count": count },
+        "_meta": { "progressToken": "p" }
+    }))
+    .unwrap_or_else(|e| panic!("params: {e}"))
+}
+
+/// How a cut call ended within the window.
+#[derive(Debug)]
+enum Ending {
+    Answered(Result<String, ServiceError>),
+    StillWaiting,
+}
+
+/// The shared scenario: call `tool`, cut every connection at its first
+/// progress event, let the tool finish while nothing is connected, and watch.
+async fn cut_call(
+    side: Side,
+    world: &World,
+    tool: &str,
+    count: u32,
+    watch: Duration,
+) -> anyhow::Result<(Ending, usize)> {
+    let progress = Progress::default();
+    let client = client(side, world, progress.clone()).await?;
+    let peer = client.peer().clone();
+    let call = peer.call_tool(call(tool, count));
+    let mut call = std::pin::pin!(call);
+    tokio::select! {
+        _ = world.proxy.marker_seen() => {}
+        early = &mut call => anyhow::bail!("call ended before the cut: {early:?}"),
+    }
+    world.proxy.cut();
+    world.gate.notify_one();
+    world.finished.notified().await;
+    if tool == "burst" {
+        // Let the client resume while the request is still open, then let
+        // the tool answer.
+        world.proxy.resume_seen().await;
+        world.gate.notify_one();
+    }
+    let ending = match tokio::time::timeout(watch, call).await {
+        Ok(result) => Ending::Answered(result.map(|r| {
+            r.content
+                .first()
+                .and_then(|c| c.as_text())
+                .map(|t| t.text.clone())
+                .unwrap_or_default()
+        })),
+        Err(_) => Ending::StillWaiting,
+    };
+    drop(client);
+    Ok((ending, progress.0.load(Ordering::SeqCst)))
+}
+
+#[tokio::test]
+async fn wedged_stream_upstream_loops_and_hangs() -> anyhow::Result<()> {
+    let world = world(Side::Upstream, 16).await?;
+    let (ending, _) = cut_call(Side::Upstream, &world, "work", 2, WINDOW).await?;
+    assert!(
+        matches!(ending, Ending::StillWaiting),
+        "upstream was expected to hang: {ending:?}"
+    );
+    // Empty 200s, each followed by another resume with the same cursor
+    // (about one a second), and no end in sight.
+    assert!(
+        world.proxy.resumes() >= 2,
+        "only {} resumes in {WINDOW:?}",
+        world.proxy.resumes()
+    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn wedged_stream_fork_answers_in_at_most_three_resumes() -> anyhow::Result<()> {
+    let world = world(Side::Fork, 16).await?;
+    let (ending, _) = cut_call(Side::Fork, &world, "work", 2, Duration::from_secs(60)).await?;
+    match ending {
+        Ending::Answered(Ok(text)) => assert_eq!(text, "finished 2 steps"),
+        other => anyhow::bail!("expected the response: {other:?}"),
+    }
+    assert!(
+        world.proxy.resumes() <= 3,
+        "{} resumes",
+        world.proxy.resumes()
+    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn silent_gap_upstream_returns_ok_with_missing_progress() -> anyhow::Result<()> {
+    // 40 progress steps into a 16-event window while the client is away.
+    let world = world(Side::Upstream, 16).await?;
+    let (ending, progress) =
+        cut_call(Side::Upstream, &world, "burst", 40, Duration::from_secs(30)).await?;
+    match ending {
+        Ending::Answered(Ok(text)) => assert_eq!(text, "burst of 40"),
+        other => anyhow::bail!("upstream was expected to answer Ok: {other:?}"),
+    }
+    assert!(
+        progress < 40,
+        "upstream delivered all {progress} steps; no gap to show"
+    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn silent_gap_fork_reports_it_to_the_caller() -> anyhow::Result<()> {
+    let world = world(Side::Fork, 16).await?;
+    let (ending, progress) =
+        cut_call(Side::Fork, &world, "burst", 40, Duration::from_secs(60)).await?;
+    match ending {
+        // Either every step arrived, or the caller was told what was lost.
+        Ending::Answered(Ok(_)) => assert_eq!(progress, 40, "Ok with missing progress"),
+        Ending::Answered(Err(error)) => {
+            // The server refuses the evicted cursor with 400; the caller is
+            // told which cursor could not be resumed, and why.
+            let text = error.to_string();
+            assert!(
+                text.contains("resumption failed") && text.contains("cursor 1/"),
+                "{text}"
+            );
+            assert!(
+                ["floor", "lost", "400"].iter().any(|w| text.contains(w)),
+                "{text}"
+            );
+        }
+        Ending::StillWaiting => anyhow::bail!("the fork must not hang"),
+    }
+    Ok(())
+}
+
+/// Two GET streams of one session; the primary goes away like a closed tab.
+/// Returns whether the surviving stream received the next notification.
+async fn survivor_gets_notified(side: Side) -> anyhow::Result<bool> {
+    let world = world(side, 16).await?;
+    let mut session = RawSession::open(&format!("http://{}/mcp", world.proxy.addr)).await?;
+    let mut first = SseReader::new(session.get(None).await?);
+    let _priming = first.next().await?;
+    let mut second = SseReader::new(session.get(None).await?);
+    let _ = second.next().await?;
+    drop(first);
+    let (_, response) = session
+        .call("announce", json!({ "count": 1 }), false)
+        .await?;
+    let _ = SseReader::new(response).collect().await?;
+    let got = tokio::time::timeout(WINDOW, async {
+        loop {
+            match second.next().await {
+                Ok(Some(frame)) if frame.data.contains("list_changed") => return true,
+                Ok(Some(_)) => {}
+                _ => return false,
+            }
+        }
+    })
+    .await
+    .unwrap_or(false);
+    Ok(got)
+}
+
+#[tokio::test]
+async fn leapfrog_upstream_loses_notifications_when_the_primary_goes() -> anyhow::Result<()> {
+    assert!(
+        !survivor_gets_notified(Side::Upstream).await?,
+        "upstream never promotes shadows"
+    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn leapfrog_fork_delivers_to_the_surviving_stream() -> anyhow::Result<()> {
+    assert!(survivor_gets_notified(Side::Fork).await?);
+    Ok(())
+}
