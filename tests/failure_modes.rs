@@ -20,7 +20,7 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 /// How long upstream's side is watched for a loop or a hang.
-const WINDOW: Duration = Duration::from_secs(3);
+const WINDOW: Duration = Duration::from_secs(5);
 /// Priming `retry` both servers send, so loops show quickly.
 const RETRY: Duration = Duration::from_millis(200);
 
