@@ -121,3 +121,74 @@ async fn python_sdk_client_resumes_through_the_notice() -> anyhow::Result<()> {
     );
     Ok(())
 }
+
+/// The fork's client against the TypeScript SDK's server with its event
+/// store: a call whose connection is cut while the tool finishes resumes
+/// with the server's opaque event ids.
+#[tokio::test]
+async fn fork_client_resumes_against_the_typescript_sdk_server() -> anyhow::Result<()> {
+    use rmcp::ServiceExt;
+    use rmcp::model::{CallToolRequestParams, ClientConfig};
+    use tokio::io::AsyncBufReadExt;
+
+    let dir = peers();
+    require(
+        dir.join("node_modules/@modelcontextprotocol/sdk"),
+        "@modelcontextprotocol/sdk",
+    )?;
+    let mut server = tokio::process::Command::new("node")
+        .arg(dir.join("ts_server.mjs"))
+        .stdout(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()?;
+    let stdout = server
+        .stdout
+        .take()
+        .ok_or_else(|| anyhow::anyhow!("no stdout"))?;
+    let mut lines = tokio::io::BufReader::new(stdout).lines();
+    let line = tokio::time::timeout(LIMIT, lines.next_line())
+        .await??
+        .ok_or_else(|| anyhow::anyhow!("server printed nothing"))?;
+    let port: u16 = line
+        .strip_prefix("listening ")
+        .and_then(|p| p.trim().parse().ok())
+        .ok_or_else(|| anyhow::anyhow!("unexpected first line {line:?}"))?;
+    let target = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+
+    let ct = CancellationToken::new();
+    let proxy = Proxy::start(target, "notifications/progress", ct.clone()).await?;
+    let client = ClientConfig::default()
+        .serve(rmcp::transport::StreamableHttpClientTransport::from_uri(
+            format!("http://{}/mcp", proxy.addr),
+        ))
+        .await?;
+    let params: CallToolRequestParams = serde_json::from_value(serde_json::json!({
+        "name": "work", "arguments": { "count": 2 }, "_meta": { "progressToken": 7 }
+    }))?;
+    let peer = client.peer().clone();
+    let call = peer.call_tool(params);
+    let mut call = std::pin::pin!(call);
+    tokio::select! {
+        _ = proxy.marker_seen() => {}
+        early = &mut call => anyhow::bail!("call ended before the cut: {early:?}"),
+    }
+    proxy.cut();
+    // The tool finishes while nothing is connected.
+    let released = reqwest::get(format!("http://{target}/release")).await?;
+    anyhow::ensure!(released.status() == 200, "release: {}", released.status());
+    let result = tokio::time::timeout(LIMIT, call).await??;
+    let text = result
+        .content
+        .first()
+        .and_then(|c| c.as_text())
+        .map(|t| t.text.clone());
+    assert_eq!(text.as_deref(), Some("finished 2 steps"));
+    assert!(
+        (1..=3).contains(&proxy.resumes()),
+        "{} resumes",
+        proxy.resumes()
+    );
+    drop(client);
+    ct.cancel();
+    Ok(())
+}

@@ -27,8 +27,8 @@ use super::{BoxedSseResponse, SseRetryPolicy};
 use crate::model::ServerJsonRpcMessage;
 use crate::transport::resumption::{
     Continuity, ContinuityChecker, ContinuityError, EventAction, EventCursor, IdleTimeout,
-    LostRange, REPLAY_NOTICE_EVENT, ReplayNotice, ResumeVerifier, ResumptionError, UnprovenPolicy,
-    Verdict,
+    LostRange, Proof, REPLAY_NOTICE_EVENT, ReplayNotice, ResumeVerifier, ResumptionError,
+    UnprovenPolicy, Verdict,
 };
 
 /// What a failed reconnect means for the stream.
@@ -479,7 +479,12 @@ impl<R: SseReconnect> Machine<R> {
                 return Ok(false);
             }
             match verifier.verdict() {
-                Verdict::Resumed(_) => {
+                Verdict::Resumed(proof) => {
+                    if proof == Proof::Assumed {
+                        // Said, not swallowed: the peer gave nothing to check
+                        // (opaque ids, no acknowledgement).
+                        tracing::info!(cursor = ?self.last_event_id, first = id, "resumed without proof of continuity");
+                    }
                     self.checker = self.verifier.take().map(ResumeVerifier::into_checker);
                 }
                 Verdict::ResumptionFailed(error) => {

@@ -1,0 +1,63 @@
+// The TypeScript SDK's server with resumability (its example in-memory event
+// store), for the fork's client to resume against. Prints "listening <port>".
+// `work` reports progress, then waits until something POSTs /release, so a
+// test decides when the response is produced (while its client is away).
+import { createServer } from "node:http";
+import { randomUUID } from "node:crypto";
+import { z } from "zod";
+import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
+import { InMemoryEventStore } from "@modelcontextprotocol/sdk/examples/shared/inMemoryEventStore.js";
+
+let release;
+let released = new Promise((resolve) => { release = resolve; });
+
+function buildServer() {
+  const server = new McpServer({ name: "ts-peer-server", version: "1.0.0" });
+  server.registerTool(
+    "work",
+    { description: "progress, then wait for /release", inputSchema: { count: z.number() } },
+    async ({ count }, extra) => {
+      const token = extra._meta?.progressToken;
+      for (let step = 1; step <= count; step++) {
+        if (token !== undefined) {
+          await extra.sendNotification({
+            method: "notifications/progress",
+            params: { progressToken: token, progress: step, total: count },
+          });
+        }
+      }
+      await released;
+      return { content: [{ type: "text", text: `finished ${count} steps` }] };
+    },
+  );
+  return server;
+}
+
+const transports = new Map();
+const http = createServer(async (req, res) => {
+  if (req.url === "/release") {
+    release();
+    res.writeHead(200).end("released");
+    return;
+  }
+  const sid = req.headers["mcp-session-id"];
+  let transport = sid ? transports.get(sid) : undefined;
+  if (!transport) {
+    if (sid) {
+      res.writeHead(404).end("unknown session");
+      return;
+    }
+    transport = new StreamableHTTPServerTransport({
+      sessionIdGenerator: () => randomUUID(),
+      eventStore: new InMemoryEventStore(),
+      retryInterval: 200,
+      onsessioninitialized: (id) => transports.set(id, transport),
+    });
+    await buildServer().connect(transport);
+  }
+  await transport.handleRequest(req, res);
+});
+http.listen(0, "127.0.0.1", () => {
+  console.log(`listening ${http.address().port}`);
+});
