@@ -122,22 +122,16 @@ async fn python_sdk_client_resumes_through_the_notice() -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The fork's client against the TypeScript SDK's server with its event
-/// store: a call whose connection is cut while the tool finishes resumes
-/// with the server's opaque event ids.
-#[tokio::test]
-async fn fork_client_resumes_against_the_typescript_sdk_server() -> anyhow::Result<()> {
+/// Runs a peer server (`program args…`, which prints `listening <port>` and
+/// releases its `work` tool on `GET /release`) and resumes a cut call against
+/// it with the fork's client. Returns the number of resume requests made.
+async fn resume_against_peer_server(program: PathBuf, args: &[PathBuf]) -> anyhow::Result<usize> {
     use rmcp::ServiceExt;
     use rmcp::model::{CallToolRequestParams, ClientConfig};
     use tokio::io::AsyncBufReadExt;
 
-    let dir = peers();
-    require(
-        dir.join("node_modules/@modelcontextprotocol/sdk"),
-        "@modelcontextprotocol/sdk",
-    )?;
-    let mut server = tokio::process::Command::new("node")
-        .arg(dir.join("ts_server.mjs"))
+    let mut server = tokio::process::Command::new(program)
+        .args(args)
         .stdout(Stdio::piped())
         .kill_on_drop(true)
         .spawn()?;
@@ -183,12 +177,36 @@ async fn fork_client_resumes_against_the_typescript_sdk_server() -> anyhow::Resu
         .and_then(|c| c.as_text())
         .map(|t| t.text.clone());
     assert_eq!(text.as_deref(), Some("finished 2 steps"));
-    assert!(
-        (1..=3).contains(&proxy.resumes()),
-        "{} resumes",
-        proxy.resumes()
-    );
     drop(client);
     ct.cancel();
+    Ok(proxy.resumes())
+}
+
+/// The fork's client against the TypeScript SDK's server with its event
+/// store: a call whose connection is cut while the tool finishes resumes
+/// with the server's opaque event ids.
+#[tokio::test]
+async fn fork_client_resumes_against_the_typescript_sdk_server() -> anyhow::Result<()> {
+    let dir = peers();
+    require(
+        dir.join("node_modules/@modelcontextprotocol/sdk"),
+        "@modelcontextprotocol/sdk",
+    )?;
+    let resumes =
+        resume_against_peer_server(PathBuf::from("node"), &[dir.join("ts_server.mjs")]).await?;
+    assert!((1..=3).contains(&resumes), "{resumes} resumes");
+    Ok(())
+}
+
+/// The same against the Python SDK's server with an event store.
+#[tokio::test]
+async fn fork_client_resumes_against_the_python_sdk_server() -> anyhow::Result<()> {
+    let dir = peers();
+    let python = require(
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/peers-venv/bin/python"),
+        "the Python SDK (mcp) virtualenv",
+    )?;
+    let resumes = resume_against_peer_server(python, &[dir.join("py_server.py")]).await?;
+    assert!((1..=3).contains(&resumes), "{resumes} resumes");
     Ok(())
 }

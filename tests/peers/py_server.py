@@ -1,0 +1,70 @@
+"""The Python SDK's server (mcp 2.3.0) with resumability, for the fork's
+client to resume against. Prints "listening <port>". `work` reports progress,
+then waits until something GETs /release, so a test decides when the
+response is produced (while its client is away)."""
+
+import asyncio
+import socket
+import sys
+
+import uvicorn
+from starlette.responses import PlainTextResponse
+from starlette.routing import Route
+
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.streamable_http import EventCallback, EventMessage, EventStore
+
+released = asyncio.Event()
+
+
+class MemoryEventStore(EventStore):
+    """Every event kept; ids are `<stream>:<n>`."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str, str, object]] = []
+
+    async def store_event(self, stream_id, message):
+        event_id = f"{stream_id}:{len(self.events)}"
+        self.events.append((event_id, stream_id, message))
+        return event_id
+
+    async def replay_events_after(self, last_event_id, send_callback: EventCallback):
+        ids = [e[0] for e in self.events]
+        if last_event_id not in ids:
+            return None
+        at = ids.index(last_event_id)
+        stream = self.events[at][1]
+        for event_id, stream_id, message in self.events[at + 1 :]:
+            if stream_id == stream and message is not None:
+                await send_callback(EventMessage(message, event_id))
+        return stream
+
+
+server = MCPServer("py-peer-server")
+
+
+@server.tool()
+async def work(count: int, ctx: Context) -> str:
+    """Report `count` progress steps, then wait for /release."""
+    for step in range(1, count + 1):
+        await ctx.report_progress(step, count)
+    await released.wait()
+    return f"finished {count} steps"
+
+
+async def release(_request):
+    released.set()
+    return PlainTextResponse("released")
+
+
+async def main() -> None:
+    app = server.streamable_http_app(event_store=MemoryEventStore(), retry_interval=200)
+    app.router.routes.append(Route("/release", release))
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    print(f"listening {sock.getsockname()[1]}", flush=True)
+    config = uvicorn.Config(app, log_level="warning", lifespan="on")
+    await uvicorn.Server(config).serve(sockets=[sock])
+
+
+asyncio.run(main())
