@@ -36,7 +36,7 @@ use http::{HeaderValue, Method, Request, Response, StatusCode};
 use http_body::Body;
 use http_body_util::combinators::BoxBody;
 use http_body_util::{BodyExt, Full};
-use sse_stream::{KeepAlive, Sse, SseBody};
+use sse_stream::Sse;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -622,17 +622,19 @@ impl<S: crate::ServerHandler + Send + 'static, M: SessionManager> StreamableHttp
         floor: Option<String>,
     ) -> BoxResponse {
         let ct = self.config.cancellation_token.child_token();
-        let frames = frames
-            .take_until(ct.clone().cancelled_owned())
-            .map(Ok::<_, Infallible>);
-        let body = SseBody::new(frames);
-        let body = match self.config.sse_keep_alive {
-            Some(every) => body
-                .with_keep_alive::<KeepAliveTimer>(KeepAlive::new().interval(every))
-                .boxed(),
-            None => body.boxed(),
+        let encoded: Pin<Box<dyn Stream<Item = Bytes> + Send + Sync>> =
+            Box::pin(frames.take_until(ct.cancelled_owned()).map(Bytes::from));
+        let wire = SseWire {
+            events: encoded.ready_chunks(READY_BATCH),
+            keep_alive: self
+                .config
+                .sse_keep_alive
+                .map(|every| (every, Box::pin(tokio::time::sleep(every)))),
         };
-        let mut response = Response::new(body);
+        let body = http_body_util::StreamBody::new(
+            wire.map(|bytes| Ok::<_, Infallible>(http_body::Frame::data(bytes))),
+        );
+        let mut response = Response::new(BodyExt::boxed(body));
         let headers = response.headers_mut();
         headers.insert(
             http::header::CONTENT_TYPE,
@@ -667,24 +669,43 @@ fn frame(event: ServerSseMessage) -> Sse {
     }
 }
 
-/// Drives SSE keep-alives from tokio's clock.
-struct KeepAliveTimer(Pin<Box<tokio::time::Sleep>>);
+/// Most events written in one body frame.
+const READY_BATCH: usize = 256;
 
-impl std::future::Future for KeepAliveTimer {
-    type Output = ();
-
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        self.0.as_mut().poll(cx)
-    }
+/// An SSE response body: every frame that is ready together is written as
+/// one chunk, so a replay reaches the socket in one piece. (One chunk per
+/// event lets hyper flush mid-replay, in rounds of 16 frames, and Nagle's
+/// algorithm then holds the remainder for a delayed ACK: about 40 ms.)
+/// While idle, a keep-alive comment goes out every interval.
+struct SseWire {
+    events: futures::stream::ReadyChunks<Pin<Box<dyn Stream<Item = Bytes> + Send + Sync>>>,
+    keep_alive: Option<(Duration, Pin<Box<tokio::time::Sleep>>)>,
 }
 
-impl sse_stream::Timer for KeepAliveTimer {
-    fn reset(mut self: Pin<&mut Self>, at: std::time::Instant) {
-        self.0.as_mut().reset(Instant::from_std(at));
-    }
+impl Stream for SseWire {
+    type Item = Bytes;
 
-    fn from_duration(duration: Duration) -> Self {
-        Self(Box::pin(tokio::time::sleep(duration)))
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Bytes>> {
+        let this = &mut *self;
+        match this.events.poll_next_unpin(cx) {
+            Poll::Ready(Some(batch)) => {
+                if let Some((every, sleep)) = this.keep_alive.as_mut() {
+                    sleep.as_mut().reset(Instant::now() + *every);
+                }
+                Poll::Ready(Some(batch.concat().into()))
+            }
+            Poll::Ready(None) => Poll::Ready(None),
+            Poll::Pending => {
+                let Some((every, sleep)) = this.keep_alive.as_mut() else {
+                    return Poll::Pending;
+                };
+                if sleep.as_mut().poll(cx).is_pending() {
+                    return Poll::Pending;
+                }
+                sleep.as_mut().reset(Instant::now() + *every);
+                Poll::Ready(Some(Bytes::from_static(b":\n\n")))
+            }
+        }
     }
 }
 
@@ -860,5 +881,52 @@ mod tests {
         let defaults = StreamableHttpServerConfig::default();
         assert!(defaults.legacy_session_mode);
         assert_eq!(defaults.sse_retry, Some(Duration::from_secs(3)));
+    }
+}
+
+#[cfg(test)]
+mod wire_tests {
+    use futures::StreamExt;
+
+    use super::*;
+
+    fn wire(
+        events: Vec<&'static str>,
+        then_pending: bool,
+        keep_alive: Option<Duration>,
+    ) -> SseWire {
+        let ready =
+            futures::stream::iter(events.into_iter().map(|e| Bytes::from_static(e.as_bytes())));
+        let events: Pin<Box<dyn Stream<Item = Bytes> + Send + Sync>> = if then_pending {
+            Box::pin(ready.chain(futures::stream::pending()))
+        } else {
+            Box::pin(ready)
+        };
+        SseWire {
+            events: events.ready_chunks(READY_BATCH),
+            keep_alive: keep_alive.map(|every| (every, Box::pin(tokio::time::sleep(every)))),
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn ready_events_leave_in_one_chunk() {
+        let mut wire = wire(vec!["id: 1\n\n", "id: 2\n\n", "id: 3\n\n"], false, None);
+        assert_eq!(
+            wire.next().await.as_deref(),
+            Some(&b"id: 1\n\nid: 2\n\nid: 3\n\n"[..])
+        );
+        assert_eq!(wire.next().await, None);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn idle_streams_get_keep_alive_comments_on_the_interval() {
+        let every = Duration::from_secs(15);
+        let mut wire = wire(vec!["id: 1\n\n"], true, Some(every));
+        assert_eq!(wire.next().await.as_deref(), Some(&b"id: 1\n\n"[..]));
+        let start = Instant::now();
+        assert_eq!(wire.next().await.as_deref(), Some(&b":\n\n"[..]));
+        assert_eq!(start.elapsed(), every);
+        assert_eq!(wire.next().await.as_deref(), Some(&b":\n\n"[..]));
+        assert_eq!(start.elapsed(), every * 2);
     }
 }
