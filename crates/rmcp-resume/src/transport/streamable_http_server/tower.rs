@@ -508,10 +508,7 @@ impl<S: crate::ServerHandler + Send + 'static, M: SessionManager> StreamableHttp
                 // Nothing follows the cursor and nothing ever will: 204 is the
                 // one answer that makes EventSource stop reconnecting.
                 Telemetry::count(&self.telemetry.rejected);
-                Response::builder()
-                    .status(StatusCode::NO_CONTENT)
-                    .body(Full::new(Bytes::new()).boxed())
-                    .unwrap_or_else(|_| Response::new(Full::new(Bytes::new()).boxed()))
+                plain(StatusCode::NO_CONTENT, "")
             }
             Err(LocalSessionManagerError::SessionError(SessionError::CursorBelowFloor {
                 floor,
@@ -531,8 +528,7 @@ impl<S: crate::ServerHandler + Send + 'static, M: SessionManager> StreamableHttp
                 ),
             Err(LocalSessionManagerError::InvalidEventId(error)) => {
                 Telemetry::count(&self.telemetry.rejected);
-                jsonrpc_error(
-                    StatusCode::BAD_REQUEST,
+                cursor_error(
                     &format!("malformed Last-Event-ID {raw:?}: {error}"),
                     &raw,
                     None,
@@ -613,7 +609,7 @@ impl<S: crate::ServerHandler + Send + 'static, M: SessionManager> StreamableHttp
             ),
             None => format!("cannot resume from Last-Event-ID {cursor:?}: {reason}"),
         };
-        jsonrpc_error(StatusCode::BAD_REQUEST, &message, cursor, floor)
+        cursor_error(&message, cursor, floor)
     }
 
     fn sse(
@@ -761,22 +757,12 @@ fn internal_error(context: &str, error: &dyn Display) -> BoxResponse {
 
 fn malformed_cursor(error: &CursorParseError) -> BoxResponse {
     // The input itself is not echoed: it may be huge or not text.
-    jsonrpc_error(
-        StatusCode::BAD_REQUEST,
-        &format!("malformed Last-Event-ID: {error}"),
-        "",
-        None,
-    )
+    cursor_error(&format!("malformed Last-Event-ID: {error}"), "", None)
 }
 
-/// A JSON-RPC error body (no request id: a GET has none) that names the
+/// `400` with a JSON-RPC error body (no request id: a GET has none) naming the
 /// cursor and the floor in `data`.
-fn jsonrpc_error(
-    status: StatusCode,
-    message: &str,
-    cursor: &str,
-    floor: Option<&str>,
-) -> BoxResponse {
+fn cursor_error(message: &str, cursor: &str, floor: Option<&str>) -> BoxResponse {
     let body = serde_json::json!({
         "jsonrpc": "2.0",
         "id": null,
@@ -787,7 +773,7 @@ fn jsonrpc_error(
         },
     });
     let mut response = Response::new(Full::new(Bytes::from(body.to_string())).boxed());
-    *response.status_mut() = status;
+    *response.status_mut() = StatusCode::BAD_REQUEST;
     response.headers_mut().insert(
         http::header::CONTENT_TYPE,
         HeaderValue::from_static("application/json"),
