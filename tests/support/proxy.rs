@@ -93,7 +93,7 @@ impl Proxy {
                 let (marker, seen) = &*self.marker;
                 if !marker.is_empty() && chunk.windows(marker.len()).any(|w| w == marker.as_slice())
                 {
-                    seen.notify_waiters();
+                    // One waiter at a time; a permit keeps an early sighting.
                     seen.notify_one();
                 }
                 if client_write.write_all(chunk).await.is_err() {

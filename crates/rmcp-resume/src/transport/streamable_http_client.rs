@@ -15,7 +15,7 @@
 //!   error naming the cursor (it surfaces as `ServiceError::McpError`), and is
 //!   never re-POSTed;
 //! - the standalone stream drops a cursor that keeps failing, starts afresh,
-//!   and reports a [`StandaloneDiscontinuity`] (one WARN, and
+//!   and reports a [`Discontinuity`](super::common::client_side_sse::Discontinuity) (one WARN, and
 //!   [`ResumeConfig::on_discontinuity`]).
 //!
 //! The reqwest, auth and unix-socket clients are upstream's, used unchanged.
@@ -273,14 +273,20 @@ impl<C: StreamableHttpClient> ResumeGuard<C> {
 /// Whether the request is sent under a revision with resumable streams (the
 /// 2025 revisions; an absent header means 2025-03-26).
 fn speaks_resumable_revision(headers: &HashMap<HeaderName, HeaderValue>) -> bool {
-    headers
+    let version = headers
         .iter()
         .find(|(name, _)| {
             name.as_str()
                 .eq_ignore_ascii_case(HEADER_MCP_PROTOCOL_VERSION)
         })
-        .and_then(|(_, value)| value.to_str().ok())
-        .is_none_or(|version| version < crate::model::ProtocolVersion::V_2026_07_28.as_str())
+        .and_then(|(_, value)| value.to_str().ok());
+    // An unknown version is left to the server; the fork guards it.
+    version.is_none_or(|v| {
+        crate::model::ProtocolVersion::KNOWN_VERSIONS
+            .iter()
+            .find(|known| known.as_str() == v)
+            .is_none_or(crate::model::ProtocolVersion::has_initialize)
+    })
 }
 
 fn request_id(message: &ClientJsonRpcMessage) -> Option<RequestId> {
@@ -659,6 +665,3 @@ impl<C: StreamableHttpClient> Worker for StreamableHttpClientWorker<C> {
         }
     }
 }
-
-/// Re-exported so users of the transport can configure discontinuity handling.
-pub use crate::transport::common::client_side_sse::Discontinuity as StandaloneDiscontinuity;
