@@ -7,6 +7,7 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
+pub mod everything;
 pub mod proxy;
 pub mod raw;
 

@@ -442,6 +442,16 @@ pub enum SessionEvent {
         /// The cursor.
         last_event_id: EventId,
     },
+    /// Close the connection carrying a JSON-RPC request's response, keeping
+    /// its stream resumable (fork-only; SEP-1699 from inside a handler).
+    CloseRequestConnection {
+        /// Answer.
+        responder: oneshot::Sender<Result<(), SessionError>>,
+        /// The request whose stream's connection closes.
+        request_id: RequestId,
+        /// The `retry` to send before closing.
+        retry_interval: Option<Duration>,
+    },
     /// Open a standalone connection.
     EstablishCommonChannel {
         /// Answer.
@@ -643,6 +653,27 @@ impl LocalSessionHandle {
     ) -> Result<(), SessionError> {
         self.ask(|responder| SessionEvent::CloseSseStream {
             http_request_id: Some(http_request_id),
+            retry_interval,
+            responder,
+        })
+        .await
+    }
+
+    /// Closes the connection that carries `request_id`'s response, sending
+    /// `retry` first (fork-only).
+    ///
+    /// Upstream's [`close_sse_stream`](Self::close_sse_stream) needs the
+    /// transport's internal request-stream number, which a handler never
+    /// sees; a handler does know its own JSON-RPC request id. The stream
+    /// stays resumable: the client's `GET` with `Last-Event-ID` picks up
+    /// everything produced after the cut, the response included.
+    pub async fn close_request_connection(
+        &self,
+        request_id: RequestId,
+        retry_interval: Option<Duration>,
+    ) -> Result<(), SessionError> {
+        self.ask(|responder| SessionEvent::CloseRequestConnection {
+            request_id,
             retry_interval,
             responder,
         })
@@ -1190,6 +1221,17 @@ impl LocalSessionWorker {
             } => {
                 let _ =
                     responder.send(self.close_connection(http_request_id, retry_interval).await);
+            }
+            SessionEvent::CloseRequestConnection {
+                request_id,
+                retry_interval,
+                responder,
+            } => {
+                let closed = match self.routes.get(&Route::Request(request_id)) {
+                    Some(&m) => self.close_connection(Some(m), retry_interval).await,
+                    None => Err(SessionError::ChannelClosed(None)),
+                };
+                let _ = responder.send(closed);
             }
             SessionEvent::Close => return Ok(false),
             SessionEvent::InitializeRequest { responder, .. } => {
