@@ -37,13 +37,15 @@ const LIMIT: Duration = Duration::from_secs(120);
 
 type Demo = StreamableHttpService<DemoServer, LocalSessionManager>;
 
+/// (session, `Last-Event-ID`) of every GET the shim forwarded.
+type GetLog = Arc<Mutex<Vec<(String, Option<String>)>>>;
+
 /// The page, the MCP endpoint, the EventSource shim and the test hooks.
 #[derive(Clone)]
 struct Site {
     service: Demo,
     manager: Arc<LocalSessionManager>,
-    /// Every GET the shim forwarded: (session, Last-Event-ID).
-    gets: Arc<Mutex<Vec<(String, Option<String>)>>>,
+    gets: GetLog,
     /// Sessions whose resuming GETs are parked until released.
     held: watch::Sender<HashSet<String>>,
 }

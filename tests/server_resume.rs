@@ -517,3 +517,73 @@ async fn completed_streams_beyond_the_cap_are_forgotten_oldest_first() -> anyhow
     );
     Ok(())
 }
+
+#[tokio::test]
+async fn handler_side_close_by_request_id_keeps_the_stream_resumable() -> anyhow::Result<()> {
+    use rmcp::model::RequestId;
+    use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+
+    let ct = CancellationToken::new();
+    let gate = Arc::new(Notify::new());
+    let mut manager = LocalSessionManager::default();
+    manager.session_config = session_config(16);
+    let manager = Arc::new(manager);
+    let g = gate.clone();
+    let service = rmcp::transport::StreamableHttpService::new(
+        move || Ok(rmcp_resume_e2e::DemoServer::with_gate(g.clone())),
+        manager.clone(),
+        StreamableHttpServerConfig::default()
+            .with_sse_keep_alive(None)
+            .with_cancellation_token(ct.child_token()),
+    );
+    let (addr, _task) = serve_ephemeral(service, ct.clone()).await?;
+    let mut session = RawSession::open(&format!("http://{addr}/mcp")).await?;
+    let (id, response) = session.call("work", json!({ "count": 1 }), true).await?;
+    let mut reader = SseReader::new(response);
+    let priming = reader
+        .next()
+        .await?
+        .ok_or_else(|| anyhow::anyhow!("no priming"))?;
+    assert!(priming.id.is_some(), "{priming:?}");
+
+    let handle = manager
+        .sessions
+        .read()
+        .await
+        .get(session.session.as_str())
+        .cloned()
+        .ok_or_else(|| anyhow::anyhow!("session not registered"))?;
+    // A request the session never saw is an error, and changes nothing.
+    assert!(
+        handle
+            .close_request_connection(RequestId::Number(9_999), None)
+            .await
+            .is_err()
+    );
+    handle
+        .close_request_connection(
+            RequestId::Number(i64::try_from(id)?),
+            Some(std::time::Duration::from_millis(300)),
+        )
+        .await?;
+    // The connection ends after the progress step and the `retry` event.
+    let rest = reader.collect().await?;
+    let retry = rest
+        .last()
+        .ok_or_else(|| anyhow::anyhow!("nothing after priming"))?;
+    assert_eq!(retry.retry, Some(300), "{rest:?}");
+    let cursor = retry
+        .id
+        .clone()
+        .ok_or_else(|| anyhow::anyhow!("retry without id: {rest:?}"))?;
+
+    // The tool finishes while nobody is connected; the resume carries it.
+    gate.notify_one();
+    let frames = SseReader::new(session.resume(&cursor).await?)
+        .collect()
+        .await?;
+    let text: Vec<_> = frames.iter().filter_map(result_text).collect();
+    assert_eq!(text, ["finished 1 steps"], "{frames:?}");
+    ct.cancel();
+    Ok(())
+}
