@@ -15,24 +15,10 @@ use std::time::Duration;
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use rmcp_resume_e2e::DemoServer;
 use rmcp_resume_e2e::raw::{RawSession, SseReader};
+use rmcp_resume_e2e::scenario::Side;
 use rmcp_resume_e2e::serve_ephemeral;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
-
-#[derive(Clone, Copy)]
-enum Side {
-    Upstream,
-    Fork,
-}
-
-impl Side {
-    fn name(self) -> &'static str {
-        match self {
-            Self::Upstream => "upstream",
-            Self::Fork => "fork",
-        }
-    }
-}
 
 /// Serves the demo handler on `side`, retaining `capacity` events per stream.
 async fn serve(side: Side, capacity: usize, ct: &CancellationToken) -> String {

@@ -5,175 +5,20 @@
 //! Upstream's side is observed over a bounded window: a loop or a hang is
 //! proven by what happens within it, and the window ends the test.
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use rmcp::model::{CallToolRequestParams, ClientConfig, ProgressNotificationParam};
-use rmcp::service::{NotificationContext, RunningService};
-use rmcp::{ClientHandler, RoleClient, ServiceError, ServiceExt};
-use rmcp_resume_e2e::proxy::Proxy;
 use rmcp_resume_e2e::raw::{RawSession, SseReader};
-use rmcp_resume_e2e::{DemoServer, serve_ephemeral};
+use rmcp_resume_e2e::scenario::{self, Ending, Side, World, cut_call};
 use serde_json::json;
-use tokio::sync::Notify;
-use tokio_util::sync::CancellationToken;
 
 /// How long upstream's side is watched for a loop or a hang.
 const WINDOW: Duration = Duration::from_secs(5);
 /// Priming `retry` both servers send, so loops show quickly.
 const RETRY: Duration = Duration::from_millis(200);
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Side {
-    Upstream,
-    Fork,
-}
-
-/// Counts the progress notifications a client receives.
-#[derive(Clone, Default)]
-struct Progress(Arc<AtomicUsize>);
-
-impl ClientHandler for Progress {
-    async fn on_progress(&self, _: ProgressNotificationParam, _: NotificationContext<RoleClient>) {
-        self.0.fetch_add(1, Ordering::SeqCst);
-    }
-
-    fn get_info(&self) -> ClientConfig {
-        ClientConfig::default()
-    }
-}
-
-struct World {
-    proxy: Proxy,
-    gate: Arc<Notify>,
-    finished: Arc<Notify>,
-    ct: CancellationToken,
-}
-
-impl Drop for World {
-    fn drop(&mut self) {
-        self.ct.cancel();
-    }
-}
-
-/// One server of `side` with a replay window of `capacity`, behind a proxy
-/// that watches for progress.
+/// One server of `side` with a replay window of `capacity`, behind a proxy.
 async fn world(side: Side, capacity: usize) -> anyhow::Result<World> {
-    let ct = CancellationToken::new();
-    let (gate, finished) = (Arc::new(Notify::new()), Arc::new(Notify::new()));
-    let (g, f) = (gate.clone(), finished.clone());
-    let factory = move || Ok(DemoServer::with_signals(g.clone(), f.clone()));
-    let addr = match side {
-        Side::Upstream => {
-            use upstream::transport::streamable_http_server::session::local::LocalSessionManager;
-            let mut manager = LocalSessionManager::default();
-            manager.session_config.channel_capacity = capacity;
-            let config = upstream::transport::StreamableHttpServerConfig::default()
-                .with_sse_retry(Some(RETRY))
-                .with_cancellation_token(ct.child_token());
-            let service =
-                upstream::transport::StreamableHttpService::new(factory, Arc::new(manager), config);
-            serve_ephemeral(service, ct.clone()).await?.0
-        }
-        Side::Fork => {
-            use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
-            let mut manager = LocalSessionManager::default();
-            manager.session_config.channel_capacity = capacity;
-            let config = rmcp::transport::StreamableHttpServerConfig::default()
-                .with_sse_retry(Some(RETRY))
-                .with_cancellation_token(ct.child_token());
-            let service =
-                rmcp::transport::StreamableHttpService::new(factory, Arc::new(manager), config);
-            serve_ephemeral(service, ct.clone()).await?.0
-        }
-    };
-    let proxy = Proxy::start(addr, "notifications/progress", ct.clone()).await?;
-    Ok(World {
-        proxy,
-        gate,
-        finished,
-        ct,
-    })
-}
-
-async fn client(
-    side: Side,
-    world: &World,
-    progress: Progress,
-) -> anyhow::Result<RunningService<RoleClient, Progress>> {
-    let url = format!("http://{}/mcp", world.proxy.addr);
-    Ok(match side {
-        Side::Upstream => {
-            progress
-                .serve(upstream::transport::StreamableHttpClientTransport::from_uri(url))
-                .await?
-        }
-        Side::Fork => {
-            progress
-                .serve(rmcp::transport::StreamableHttpClientTransport::from_uri(
-                    url,
-                ))
-                .await?
-        }
-    })
-}
-
-fn call(tool: &str, count: u32) -> CallToolRequestParams {
-    serde_json::from_value(json!({
-        "name": tool,
-        "arguments": { "count": count },
-        "_meta": { "progressToken": "p" }
-    }))
-    .unwrap_or_else(|e| panic!("params: {e}"))
-}
-
-/// How a cut call ended within the window.
-#[derive(Debug)]
-enum Ending {
-    Answered(Result<String, ServiceError>),
-    StillWaiting,
-}
-
-/// The shared scenario: call `tool`, cut every connection at its first
-/// progress event, let the tool finish while nothing is connected, and watch.
-async fn cut_call(
-    side: Side,
-    world: &World,
-    tool: &str,
-    count: u32,
-    watch: Duration,
-) -> anyhow::Result<(Ending, usize)> {
-    let progress = Progress::default();
-    let client = client(side, world, progress.clone()).await?;
-    let peer = client.peer().clone();
-    let call = peer.call_tool(call(tool, count));
-    let mut call = std::pin::pin!(call);
-    tokio::select! {
-        _ = world.proxy.marker_seen() => {}
-        early = &mut call => anyhow::bail!("call ended before the cut: {early:?}"),
-    }
-    world.proxy.cut();
-    world.gate.notify_one();
-    world.finished.notified().await;
-    if tool == "burst" {
-        // Let the client resume while the request is still open, then let
-        // the tool answer.
-        world.proxy.resume_seen().await;
-        world.gate.notify_one();
-    }
-    let ending = match tokio::time::timeout(watch, call).await {
-        Ok(result) => Ending::Answered(result.map(|r| {
-            r.content
-                .first()
-                .and_then(|c| c.as_text())
-                .map(|t| t.text.clone())
-                .unwrap_or_default()
-        })),
-        Err(_) => Ending::StillWaiting,
-    };
-    drop(client);
-    Ok((ending, progress.0.load(Ordering::SeqCst)))
+    scenario::world(side, capacity, Some(RETRY)).await
 }
 
 #[tokio::test]

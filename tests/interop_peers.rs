@@ -82,7 +82,7 @@ async fn run_peer(
 
 fn assert_scenario(stdout: &str) {
     assert!(
-        stdout.contains("tools: announce,build_info,burst,echo,sum,work"),
+        stdout.contains("tools: announce,build_info,burst,echo,flood,sum,work"),
         "{stdout}"
     );
     assert!(stdout.contains("sum: 42"), "{stdout}");

@@ -10,6 +10,7 @@ use std::sync::Arc;
 pub mod everything;
 pub mod proxy;
 pub mod raw;
+pub mod scenario;
 
 use rmcp::{
     Peer, RoleServer, ServerHandler,
@@ -45,6 +46,15 @@ pub struct EchoArgs {
 pub struct CountArgs {
     /// How many progress steps, or notifications.
     pub count: u32,
+}
+
+/// Arguments of the `flood` tool.
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+pub struct FloodArgs {
+    /// How many notifications.
+    pub count: u32,
+    /// Bytes of padding in each.
+    pub size: u32,
 }
 
 /// A tiny tool server used by the examples and the tests.
@@ -146,6 +156,25 @@ impl DemoServer {
             }
         }
         format!("announced {sent}")
+    }
+
+    #[tool(
+        description = "Send `count` resources/updated notifications of about `size` bytes each on the standalone stream"
+    )]
+    async fn flood(
+        &self,
+        peer: Peer<RoleServer>,
+        Parameters(FloodArgs { count, size }): Parameters<FloodArgs>,
+    ) -> String {
+        let uri = format!("test://flood/{}", "x".repeat(size as usize));
+        let mut sent = 0;
+        for _ in 0..count {
+            let param = rmcp::model::ResourceUpdatedNotificationParam::new(uri.clone());
+            if peer.notify_resource_updated(param).await.is_ok() {
+                sent += 1;
+            }
+        }
+        format!("flooded {sent}")
     }
 
     #[tool(description = "Add two integers")]

@@ -131,7 +131,12 @@ pub struct RawSession {
 impl RawSession {
     /// Initializes a session at `url`.
     pub async fn open(url: &str) -> anyhow::Result<Self> {
-        let http = reqwest::Client::new();
+        Self::open_with(reqwest::Client::new(), url).await
+    }
+
+    /// Initializes a session at `url` through `http`, whose connection pool
+    /// may be shared with other sessions.
+    pub async fn open_with(http: reqwest::Client, url: &str) -> anyhow::Result<Self> {
         let response = http
             .post(url)
             .header("accept", "application/json, text/event-stream")

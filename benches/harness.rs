@@ -1,0 +1,501 @@
+//! The figures criterion does not fit, upstream rmcp 3.11.0 against the
+//! fork in one run: `cargo bench --bench harness`.
+//!
+//! - `latency`: per-call round-trip latency, p50 and p99, each side's client
+//!   against its own server, sampled in interleaved blocks.
+//! - `memory`: resident memory per idle session holding one open GET stream,
+//!   at 1k and 10k sessions. Each server runs in a child process (this binary
+//!   with `--serve`), so only the server's RSS is measured.
+//! - `stalled`: the latency of other requests in a session whose standalone
+//!   reader stopped reading while the server had megabytes to send it.
+//! - `wedged`: the requests and WARN lines one wedged stream causes over a
+//!   fixed window (a tool answers while its client is cut off).
+//!
+//! Results go to `target/bench-report/harness.json`; `benches/report.py`
+//! turns them and criterion's estimates into the README's table and chart.
+//! `-- --only NAME` runs one section; `-- --quick` shrinks every section.
+
+use std::io::{BufRead, Write};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use rmcp::model::{CallToolRequestParams, ClientConfig};
+use rmcp::service::RunningService;
+use rmcp::{RoleClient, ServiceExt};
+use rmcp_resume_e2e::DemoServer;
+use rmcp_resume_e2e::raw::{RawSession, SseReader};
+use rmcp_resume_e2e::scenario::{self, Ending, Side};
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio_util::sync::CancellationToken;
+use tracing_subscriber::layer::SubscriberExt;
+
+type AnyResult<T> = anyhow::Result<T>;
+
+/// Counts WARN events process-wide: what one wedged stream costs in logs.
+struct WarnCounter(Arc<AtomicUsize>);
+
+impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for WarnCounter {
+    fn on_event(&self, event: &tracing::Event<'_>, _: tracing_subscriber::layer::Context<'_, S>) {
+        if *event.metadata().level() == tracing::Level::WARN {
+            self.0.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+/// Serves `service` at `/mcp` on 127.0.0.1:0 with `TCP_NODELAY`, as a
+/// latency-minded deployment would: without it, a response written after
+/// its priming event waits on the peer's delayed ACK (~40 ms) on both sides.
+async fn serve_nodelay<S>(service: S, ct: &CancellationToken) -> AnyResult<std::net::SocketAddr>
+where
+    S: tower_service::Service<
+            axum::extract::Request,
+            Response = axum::response::Response<
+                http_body_util::combinators::BoxBody<bytes::Bytes, std::convert::Infallible>,
+            >,
+            Error = std::convert::Infallible,
+        > + Clone
+        + Send
+        + Sync
+        + 'static,
+    S::Future: Send + 'static,
+{
+    use axum::serve::ListenerExt;
+    let router = axum::Router::new().nest_service("/mcp", service);
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0)).await?;
+    let addr = listener.local_addr()?;
+    let listener = listener.tap_io(|tcp| {
+        let _ = tcp.set_nodelay(true);
+    });
+    let ct = ct.clone();
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, router)
+            .with_graceful_shutdown(ct.cancelled_owned())
+            .await;
+    });
+    Ok(addr)
+}
+
+/// Serves the demo handler on `side` at 127.0.0.1:0; returns the URL.
+async fn serve(side: Side, ct: &CancellationToken) -> AnyResult<String> {
+    let factory = || Ok(DemoServer::new());
+    let addr = match side {
+        Side::Upstream => {
+            let manager = upstream::transport::streamable_http_server::session::local::LocalSessionManager::default();
+            let config = upstream::transport::StreamableHttpServerConfig::default()
+                .with_cancellation_token(ct.child_token());
+            let service =
+                upstream::transport::StreamableHttpService::new(factory, Arc::new(manager), config);
+            serve_nodelay(service, ct).await?
+        }
+        Side::Fork => {
+            let manager =
+                rmcp::transport::streamable_http_server::session::local::LocalSessionManager::default();
+            let config = rmcp::transport::StreamableHttpServerConfig::default()
+                .with_cancellation_token(ct.child_token());
+            let service =
+                rmcp::transport::StreamableHttpService::new(factory, Arc::new(manager), config);
+            serve_nodelay(service, ct).await?
+        }
+    };
+    Ok(format!("http://{addr}/mcp"))
+}
+
+async fn client(side: Side, url: &str) -> AnyResult<RunningService<RoleClient, ClientConfig>> {
+    Ok(match side {
+        Side::Upstream => {
+            ClientConfig::default()
+                .serve(upstream::transport::StreamableHttpClientTransport::from_uri(url.to_owned()))
+                .await?
+        }
+        Side::Fork => {
+            ClientConfig::default()
+                .serve(rmcp::transport::StreamableHttpClientTransport::from_uri(
+                    url.to_owned(),
+                ))
+                .await?
+        }
+    })
+}
+
+fn sum() -> AnyResult<CallToolRequestParams> {
+    Ok(serde_json::from_value(
+        json!({ "name": "sum", "arguments": { "a": 20, "b": 22 } }),
+    )?)
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let rank = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[rank.min(sorted.len() - 1)].as_secs_f64() * 1e6
+}
+
+/// p50/p99 of a tool call, full stack per side, in interleaved blocks so
+/// that drift on a shared machine hits both sides alike.
+async fn latency(quick: bool) -> AnyResult<Value> {
+    let (rounds, block) = if quick { (4, 50) } else { (20, 100) };
+    let ct = CancellationToken::new();
+    let mut clients = Vec::new();
+    for side in Side::BOTH {
+        let url = serve(side, &ct).await?;
+        let client = client(side, &url).await?;
+        for _ in 0..200 {
+            client.call_tool(sum()?).await?;
+        }
+        clients.push((side, client, Vec::with_capacity(rounds * block)));
+    }
+    for round in 0..rounds {
+        // Alternate which side goes first.
+        let order: Vec<usize> = if round % 2 == 0 {
+            vec![0, 1]
+        } else {
+            vec![1, 0]
+        };
+        for i in order {
+            let (_, client, samples) = &mut clients[i];
+            for _ in 0..block {
+                let started = Instant::now();
+                client.call_tool(sum()?).await?;
+                samples.push(started.elapsed());
+            }
+        }
+    }
+    let mut out = serde_json::Map::new();
+    for (side, client, mut samples) in clients {
+        samples.sort();
+        out.insert(
+            side.name().into(),
+            json!({
+                "p50_us": percentile(&samples, 0.50),
+                "p99_us": percentile(&samples, 0.99),
+                "calls": samples.len(),
+            }),
+        );
+        client.cancel().await?;
+    }
+    ct.cancel();
+    Ok(Value::Object(out))
+}
+
+/// `--serve SIDE`: a server alone in this process, for the memory section.
+async fn serve_alone(side: &str) -> AnyResult<()> {
+    let side = match side {
+        "upstream" => Side::Upstream,
+        "fork" => Side::Fork,
+        other => anyhow::bail!("unknown side {other}"),
+    };
+    let ct = CancellationToken::new();
+    let url = serve(side, &ct).await?;
+    println!("{url}");
+    std::io::stdout().flush()?;
+    // Serve until the parent closes stdin.
+    let mut sink = Vec::new();
+    tokio::io::stdin().read_to_end(&mut sink).await?;
+    ct.cancel();
+    Ok(())
+}
+
+/// `VmRSS` and `VmHWM` of `pid`, in bytes.
+fn rss(pid: u32) -> AnyResult<(u64, u64)> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
+    let field = |name: &str| -> AnyResult<u64> {
+        let line = status
+            .lines()
+            .find(|l| l.starts_with(name))
+            .ok_or_else(|| anyhow::anyhow!("no {name} in /proc/{pid}/status"))?;
+        let kb: u64 = line
+            .split_whitespace()
+            .nth(1)
+            .ok_or_else(|| anyhow::anyhow!("bad {line}"))?
+            .parse()?;
+        Ok(kb * 1024)
+    };
+    Ok((field("VmRSS:")?, field("VmHWM:")?))
+}
+
+/// Opens a session and its standalone GET stream, and keeps both open.
+async fn idle_session(
+    http: reqwest::Client,
+    url: String,
+) -> AnyResult<(RawSession, reqwest::Response)> {
+    let session = RawSession::open_with(http, &url).await?;
+    let stream = session.get(None).await?;
+    anyhow::ensure!(stream.status() == 200, "GET: {}", stream.status());
+    Ok((session, stream))
+}
+
+async fn memory_of(side: Side, sessions: usize) -> AnyResult<Value> {
+    let exe = std::env::current_exe()?;
+    let mut child = std::process::Command::new(exe)
+        .args(["--serve", side.name()])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()?;
+    let pid = child.id();
+    let mut url = String::new();
+    let stdout = child
+        .stdout
+        .take()
+        .ok_or_else(|| anyhow::anyhow!("no stdout"))?;
+    std::io::BufReader::new(stdout).read_line(&mut url)?;
+    let url = url.trim().to_owned();
+    // One session first, so that lazily allocated runtime state is in the
+    // baseline rather than charged to the sessions.
+    let http = reqwest::Client::new();
+    let warm = idle_session(http.clone(), url.clone()).await?;
+    let (baseline, _) = rss(pid)?;
+    let started = Instant::now();
+    let held: Vec<_> =
+        futures::stream::iter((0..sessions).map(|_| idle_session(http.clone(), url.clone())))
+            .buffer_unordered(64)
+            .collect()
+            .await;
+    let opened = started.elapsed();
+    let held = held.into_iter().collect::<AnyResult<Vec<_>>>()?;
+    let (after, peak) = rss(pid)?;
+    drop(held);
+    drop(warm);
+    drop(child.stdin.take());
+    let _ = child.wait();
+    Ok(json!({
+        "sessions": sessions,
+        "baseline_bytes": baseline,
+        "rss_bytes": after,
+        "peak_bytes": peak,
+        "bytes_per_session": (peak.saturating_sub(baseline)) as f64 / sessions as f64,
+        "open_seconds": opened.as_secs_f64(),
+    }))
+}
+
+async fn memory(quick: bool) -> AnyResult<Value> {
+    let counts: &[usize] = if quick { &[200] } else { &[1_000, 10_000] };
+    let mut out = serde_json::Map::new();
+    for &n in counts {
+        let mut row = serde_json::Map::new();
+        for side in Side::BOTH {
+            row.insert(side.name().into(), memory_of(side, n).await?);
+        }
+        out.insert(n.to_string(), Value::Object(row));
+    }
+    Ok(Value::Object(out))
+}
+
+/// Opens the standalone GET of `session` on a socket with a tiny receive
+/// buffer, reads the response head, and then never reads again.
+async fn stalled_reader(url: &str, session: &str) -> AnyResult<tokio::net::TcpStream> {
+    let url = reqwest::Url::parse(url)?;
+    let addr = url
+        .socket_addrs(|| None)?
+        .into_iter()
+        .next()
+        .ok_or_else(|| anyhow::anyhow!("no address for {url}"))?;
+    let socket = tokio::net::TcpSocket::new_v4()?;
+    socket.set_recv_buffer_size(4096)?;
+    let mut stream = socket.connect(addr).await?;
+    let head = format!(
+        "GET {} HTTP/1.1\r\nhost: {}\r\naccept: text/event-stream\r\nmcp-session-id: {session}\r\nmcp-protocol-version: 2025-11-25\r\n\r\n",
+        url.path(),
+        addr
+    );
+    stream.write_all(head.as_bytes()).await?;
+    let mut buf = [0u8; 1024];
+    let n = stream.read(&mut buf).await?;
+    let head = String::from_utf8_lossy(&buf[..n]);
+    anyhow::ensure!(head.starts_with("HTTP/1.1 200"), "GET: {head}");
+    Ok(stream)
+}
+
+async fn timed_call(
+    session: &mut RawSession,
+    tool: &str,
+    args: Value,
+    limit: Duration,
+) -> Option<Duration> {
+    let started = Instant::now();
+    // Stop at the response event, as an MCP client does; waiting for the
+    // end of the body would time the server's last write instead.
+    let call = async {
+        let (id, response) = session.call(tool, args, false).await?;
+        let mut reader = SseReader::new(response);
+        while let Some(frame) = reader.next().await? {
+            if frame
+                .json()
+                .is_some_and(|j| j["id"] == id && j.get("result").is_some())
+            {
+                return Ok(());
+            }
+        }
+        anyhow::bail!("the stream ended without a result")
+    };
+    match tokio::time::timeout(limit, call).await {
+        Ok(Ok::<(), anyhow::Error>(())) => Some(started.elapsed()),
+        _ => None,
+    }
+}
+
+async fn stalled_side(side: Side, quick: bool) -> AnyResult<Value> {
+    const LIMIT: Duration = Duration::from_secs(2);
+    let calls = if quick { 5 } else { 20 };
+    let ct = CancellationToken::new();
+    let url = serve(side, &ct).await?;
+
+    // Baseline: the same calls in a session whose reader keeps up.
+    let mut calm = RawSession::open(&url).await?;
+    let mut baseline = Vec::new();
+    for _ in 0..calls {
+        if let Some(d) = timed_call(&mut calm, "sum", json!({ "a": 1, "b": 2 }), LIMIT).await {
+            baseline.push(d);
+        }
+    }
+    baseline.sort();
+
+    let mut session = RawSession::open(&url).await?;
+    let _reader = stalled_reader(&url, &session.session).await?;
+    // 64 × 256 KiB: far beyond the socket buffers of both ends.
+    let flood = timed_call(
+        &mut session,
+        "flood",
+        json!({ "count": 64, "size": 256 * 1024 }),
+        Duration::from_secs(5),
+    )
+    .await;
+    let mut stalled = Vec::new();
+    let mut timeouts = 0;
+    for _ in 0..calls {
+        match timed_call(&mut session, "sum", json!({ "a": 1, "b": 2 }), LIMIT).await {
+            Some(d) => stalled.push(d),
+            None => timeouts += 1,
+        }
+        if timeouts >= 3 {
+            break; // Blocked; more attempts only cost time.
+        }
+    }
+    stalled.sort();
+    ct.cancel();
+    Ok(json!({
+        "baseline_p50_us": percentile(&baseline, 0.5),
+        "flood_answered": flood.is_some(),
+        "flood_ms": flood.map(|d| d.as_secs_f64() * 1e3),
+        "stalled_p50_us": percentile(&stalled, 0.5),
+        "stalled_answered": stalled.len(),
+        "stalled_timeouts": timeouts,
+        "timeout_ms": LIMIT.as_millis() as u64,
+    }))
+}
+
+async fn stalled(quick: bool) -> AnyResult<Value> {
+    let mut out = serde_json::Map::new();
+    for side in Side::BOTH {
+        out.insert(side.name().into(), stalled_side(side, quick).await?);
+    }
+    Ok(Value::Object(out))
+}
+
+async fn wedged(quick: bool, warns: &AtomicUsize) -> AnyResult<Value> {
+    let window = Duration::from_secs(if quick { 4 } else { 10 });
+    let mut out = serde_json::Map::new();
+    for side in Side::BOTH {
+        // Each side's default retry: this is the cost a deployment pays.
+        let world = scenario::world(side, 16, None).await?;
+        warns.store(0, Ordering::Relaxed);
+        let started = Instant::now();
+        let (ending, _) = scenario::cut_call(side, &world, "work", 2, window).await?;
+        let answered_after = started.elapsed();
+        // The window is fixed: whatever the call did, keep counting to its end.
+        tokio::time::sleep(window.saturating_sub(started.elapsed())).await;
+        let ending = match ending {
+            Ending::Answered(Ok(_)) => "answered".to_owned(),
+            Ending::Answered(Err(e)) => format!("error: {e}"),
+            Ending::StillWaiting => "still waiting".to_owned(),
+        };
+        out.insert(
+            side.name().into(),
+            json!({
+                "window_s": window.as_secs_f64(),
+                "gets": world.proxy.gets(),
+                "resumes": world.proxy.resumes(),
+                "warn_lines": warns.load(Ordering::Relaxed),
+                "ending": ending,
+                "ended_after_s": answered_after.as_secs_f64(),
+            }),
+        );
+    }
+    Ok(Value::Object(out))
+}
+
+fn machine() -> Value {
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|info| {
+            info.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split(':').nth(1))
+                .map(|m| m.trim().to_owned())
+        })
+        .unwrap_or_default();
+    json!({
+        "cpu": cpu,
+        "cores": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0),
+        "os": std::env::consts::OS,
+    })
+}
+
+fn main() -> AnyResult<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let runtime = tokio::runtime::Runtime::new()?;
+    if let Some(i) = args.iter().position(|a| a == "--serve") {
+        let side = args.get(i + 1).cloned().unwrap_or_default();
+        return runtime.block_on(serve_alone(&side));
+    }
+    let warns = Arc::new(AtomicUsize::new(0));
+    tracing::subscriber::set_global_default(
+        tracing_subscriber::registry().with(WarnCounter(warns.clone())),
+    )?;
+    let quick = args.iter().any(|a| a == "--quick");
+    let only = args
+        .iter()
+        .position(|a| a == "--only")
+        .and_then(|i| args.get(i + 1).cloned());
+    let wanted = |name: &str| only.as_deref().is_none_or(|o| o == name);
+
+    let out_dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target/bench-report");
+    std::fs::create_dir_all(&out_dir)?;
+    let path = out_dir.join("harness.json");
+    // Sections not run this time keep their previous results.
+    let mut results: serde_json::Map<String, Value> = std::fs::read(&path)
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or_default();
+    results.insert("machine".into(), machine());
+    runtime.block_on(async {
+        if wanted("latency") {
+            eprintln!("harness: latency");
+            results.insert("latency".into(), latency(quick).await?);
+        }
+        if wanted("stalled") {
+            eprintln!("harness: stalled reader");
+            results.insert("stalled".into(), stalled(quick).await?);
+        }
+        if wanted("wedged") {
+            eprintln!("harness: wedged stream");
+            results.insert("wedged".into(), wedged(quick, &warns).await?);
+        }
+        if wanted("memory") {
+            eprintln!("harness: memory per idle session");
+            results.insert("memory".into(), memory(quick).await?);
+        }
+        Ok::<_, anyhow::Error>(())
+    })?;
+    let text = serde_json::to_string_pretty(&Value::Object(results))?;
+    std::fs::write(&path, &text)?;
+    println!("{text}");
+    eprintln!("harness: wrote {}", path.display());
+    // Upstream sessions blocked by the stalled-reader section never end on
+    // their own; do not wait for them.
+    runtime.shutdown_timeout(Duration::from_secs(1));
+    Ok(())
+}

@@ -1,0 +1,212 @@
+#!/usr/bin/env python3
+"""Turns one `cargo bench` run into the README's benchmark table and chart.
+
+Reads criterion's estimates (target/criterion/**/new/estimates.json) and the
+harness's results (target/bench-report/harness.json), writes
+target/bench-report/table.md and docs/bench-ratios.png, and replaces the
+README's section between the `bench:begin` and `bench:end` markers.
+
+Every figure is a ratio fork/upstream measured in the same run; the chart
+shows each as "fork cost relative to upstream" (below 1: the fork is better).
+Usage: python3 benches/report.py [--no-readme]
+"""
+
+import json
+import math
+import platform
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CRITERION = ROOT / "target" / "criterion"
+HARNESS = ROOT / "target" / "bench-report" / "harness.json"
+TABLE = ROOT / "target" / "bench-report" / "table.md"
+CHART = ROOT / "docs" / "bench-ratios.png"
+README = ROOT / "README.md"
+BEGIN, END = "<!-- bench:begin -->", "<!-- bench:end -->"
+
+
+def median_ns(*parts):
+    path = CRITERION.joinpath(*parts, "new", "estimates.json")
+    if not path.exists():
+        return None
+    return json.loads(path.read_text())["median"]["point_estimate"]
+
+
+class Row:
+    """One figure: its value on each side, and which direction is better."""
+
+    def __init__(self, figure, unit, upstream, fork, lower_is_better, note=""):
+        self.figure, self.unit = figure, unit
+        self.upstream, self.fork = upstream, fork
+        self.lower_is_better, self.note = lower_is_better, note
+
+    def ratio(self):
+        if self.upstream is None or self.fork is None:
+            return None
+        if self.upstream == 0:
+            return math.inf if self.fork else 1.0
+        return self.fork / self.upstream
+
+    def cost(self):
+        """Fork cost relative to upstream: below 1 means the fork is better."""
+        r = self.ratio()
+        if r is None:
+            return None
+        if self.lower_is_better:
+            return r
+        return math.inf if r == 0 else 1 / r
+
+
+def fmt(value, unit):
+    if value is None:
+        return "n/a"
+    if isinstance(value, str):
+        return value
+    if value >= 100:
+        return f"{value:,.0f} {unit}"
+    if value >= 10:
+        return f"{value:.1f} {unit}"
+    return f"{value:.2f} {unit}"
+
+
+def rows():
+    out = []
+    harness = json.loads(HARNESS.read_text()) if HARNESS.exists() else {}
+
+    lat = harness.get("latency", {})
+    if lat:
+        for p in ("p50", "p99"):
+            out.append(Row(f"Tool call round trip, {p} (1 client, full stack)", "µs",
+                           lat["upstream"][f"{p}_us"], lat["fork"][f"{p}_us"], True))
+
+    for k in (1, 16, 64):
+        up, fork = median_ns("concurrent", "upstream", str(k)), median_ns("concurrent", "fork", str(k))
+        to_rate = lambda ns: None if ns is None else k / (ns * 1e-9)
+        out.append(Row(f"Tool calls/s, {k} concurrent client{'s' if k > 1 else ''}", "calls/s",
+                       to_rate(up), to_rate(fork), False))
+
+    for pair, what in (("server", "same client, each server"), ("client", "each client, same server")):
+        up, fork = median_ns("round_trip", f"{pair}_upstream"), median_ns("round_trip", f"{pair}_fork")
+        us = lambda ns: None if ns is None else ns / 1e3
+        out.append(Row(f"Tool call, {what} (mean of criterion samples)", "µs", us(up), us(fork), True))
+
+    up, fork = median_ns("notifications", "upstream"), median_ns("notifications", "fork")
+    rate = lambda ns: None if ns is None else 256 / (ns * 1e-9)
+    out.append(Row("Standalone-stream notifications", "events/s", rate(up), rate(fork), False))
+
+    for n in (16, 256, 4096):
+        up, fork = median_ns("replay", "upstream", str(n)), median_ns("replay", "fork", str(n))
+        ms = lambda ns: None if ns is None else ns / 1e6
+        out.append(Row(f"Resume: replay {n} retained events", "ms", ms(up), ms(fork), True))
+
+    for n, row in sorted(harness.get("memory", {}).items(), key=lambda kv: int(kv[0])):
+        kib = lambda side: row[side]["bytes_per_session"] / 1024
+        out.append(Row(f"Memory per idle session with an open GET, {int(n):,} sessions", "KiB",
+                       kib("upstream"), kib("fork"), True, "peak RSS delta / sessions"))
+
+    stalled = harness.get("stalled", {})
+    if stalled:
+        up, fork = stalled["upstream"], stalled["fork"]
+        def stalled_ms(side):
+            if side["stalled_answered"] == 0:
+                return None
+            return side["stalled_p50_us"] / 1e3
+        limit = up["timeout_ms"]
+        row = Row("Other requests while the standalone reader stalls, p50", "ms",
+                  stalled_ms(up), stalled_ms(fork), True,
+                  f"baseline p50: upstream {up['baseline_p50_us'] / 1e3:.2f} ms, fork {fork['baseline_p50_us'] / 1e3:.2f} ms")
+        if row.upstream is None:
+            row.upstream = f"blocked (> {limit / 1000:.0f} s, {up['stalled_timeouts']} of {up['stalled_timeouts']} timed out)"
+        out.append(row)
+
+    wedged = harness.get("wedged", {})
+    if wedged:
+        up, fork = wedged["upstream"], wedged["fork"]
+        w = up["window_s"]
+        out.append(Row(f"One wedged stream: resume requests in {w:.0f} s", "requests",
+                       up["resumes"], fork["resumes"], True,
+                       f"call: upstream {up['ending']}, fork {fork['ending']} after {fork['ended_after_s']:.1f} s"))
+        out.append(Row(f"One wedged stream: WARN lines in {w:.0f} s", "lines",
+                       up["warn_lines"], fork["warn_lines"], True))
+    return out, harness.get("machine", {})
+
+
+def table(rows, machine):
+    lines = [
+        "| Figure | Upstream 3.11.0 | Fork | Fork / upstream | Note |",
+        "|---|---|---|---|---|",
+    ]
+    for r in rows:
+        ratio = r.ratio()
+        if isinstance(r.upstream, str):
+            ratio_text = "upstream never answers"
+        elif ratio is None:
+            ratio_text = "n/a"
+        elif math.isinf(ratio):
+            ratio_text = "∞"
+        else:
+            better = "lower is better" if r.lower_is_better else "higher is better"
+            ratio_text = f"{ratio:.2f} ({better})"
+        lines.append(f"| {r.figure} | {fmt(r.upstream, r.unit)} | {fmt(r.fork, r.unit)} | {ratio_text} | {r.note} |")
+    cpu = machine.get("cpu") or platform.processor() or "unknown CPU"
+    lines.append("")
+    lines.append(f"Machine: {cpu}, {machine.get('cores', '?')} cores, {machine.get('os', sys.platform)}; "
+                 "127.0.0.1; one `cargo bench` run, both sides in the same run.")
+    return "\n".join(lines)
+
+
+def chart(rows):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    shown = []
+    for r in rows:
+        cost = r.cost()
+        if isinstance(r.upstream, str):
+            cost = 0.0  # upstream blocked: the fork is infinitely better
+        if cost is None:
+            continue
+        shown.append((r.figure, cost))
+    floor, ceiling = 1e-3, 10.0
+    fig, ax = plt.subplots(figsize=(10, 0.42 * len(shown) + 1.4))
+    labels = [f for f, _ in shown]
+    values = [min(max(c, floor), ceiling) for _, c in shown]
+    colors = ["#2a9d8f" if c <= 1.05 else "#e76f51" for _, c in shown]
+    ax.barh(range(len(shown)), values, color=colors)
+    ax.set_xscale("log")
+    ax.axvline(1.0, color="black", linewidth=1)
+    ax.set_yticks(range(len(shown)))
+    ax.set_yticklabels(labels, fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlim(floor / 1.5, ceiling)
+    ax.set_xlabel("fork cost relative to upstream rmcp 3.11.0 (log scale; < 1: fork better)")
+    for i, (_, c) in enumerate(shown):
+        text = "upstream blocks" if c == 0 else f"{c:.2f}"
+        ax.text(max(min(c, ceiling), floor) * 1.1, i, text, va="center", fontsize=7)
+    ax.set_title("rmcp-resume against upstream rmcp, same run")
+    fig.tight_layout()
+    CHART.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(CHART, dpi=110)
+
+
+def main():
+    out_rows, machine = rows()
+    text = table(out_rows, machine)
+    TABLE.parent.mkdir(parents=True, exist_ok=True)
+    TABLE.write_text(text + "\n")
+    chart(out_rows)
+    print(text)
+    if "--no-readme" not in sys.argv:
+        readme = README.read_text()
+        if BEGIN in readme and END in readme:
+            head, rest = readme.split(BEGIN, 1)
+            _, tail = rest.split(END, 1)
+            section = f"{BEGIN}\n{text}\n\n![fork/upstream ratios](docs/bench-ratios.png)\n{END}"
+            README.write_text(head + section + tail)
+            print(f"updated {README}")
+
+
+if __name__ == "__main__":
+    main()
