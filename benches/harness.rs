@@ -3,6 +3,8 @@
 //!
 //! - `latency`: per-call round-trip latency, p50 and p99, each side's client
 //!   against its own server, sampled in interleaved blocks.
+//! - `throughput`: tool calls/s with 1, 16 and 64 concurrent clients, each
+//!   side against its own server, in interleaved rounds.
 //! - `memory`: resident memory per idle session holding one open GET stream,
 //!   at 1k and 10k sessions. Each server runs in a child process (this binary
 //!   with `--serve`), so only the server's RSS is measured.
@@ -179,6 +181,68 @@ async fn latency(quick: bool) -> AnyResult<Value> {
     }
     ct.cancel();
     Ok(Value::Object(out))
+}
+
+/// Tool calls/s with `k` concurrent clients (one session each) per side,
+/// each side's clients against its own server. Rounds alternate sides so
+/// that drift on a shared machine hits both alike; the figure is the
+/// median of the per-round rates.
+async fn throughput(quick: bool) -> AnyResult<Value> {
+    let (rounds, batches) = if quick { (4, 10) } else { (12, 40) };
+    let ct = CancellationToken::new();
+    let mut out = serde_json::Map::new();
+    for k in [1usize, 16, 64] {
+        let mut fleets = Vec::new();
+        for side in Side::BOTH {
+            let url = serve(side, &ct).await?;
+            let mut clients = Vec::with_capacity(k);
+            for _ in 0..k {
+                clients.push(client(side, &url).await?);
+            }
+            fleets.push((side, clients, Vec::with_capacity(rounds)));
+        }
+        // Warm-up: connections, allocator, caches.
+        for (_, clients, _) in &fleets {
+            for _ in 0..batches / 2 {
+                batch(clients).await?;
+            }
+        }
+        for round in 0..rounds {
+            let order: [usize; 2] = if round % 2 == 0 { [0, 1] } else { [1, 0] };
+            for i in order {
+                let (_, clients, rates) = &mut fleets[i];
+                let started = Instant::now();
+                for _ in 0..batches {
+                    batch(clients).await?;
+                }
+                rates.push((batches * k) as f64 / started.elapsed().as_secs_f64());
+            }
+        }
+        let mut row = serde_json::Map::new();
+        for (side, clients, mut rates) in fleets {
+            rates.sort_by(f64::total_cmp);
+            row.insert(
+                side.name().into(),
+                json!({ "calls_per_s": rates[rates.len() / 2], "rounds": rates.len() }),
+            );
+            for client in clients {
+                client.cancel().await?;
+            }
+        }
+        out.insert(k.to_string(), Value::Object(row));
+    }
+    ct.cancel();
+    Ok(Value::Object(out))
+}
+
+/// One call from each client, all at once.
+async fn batch(clients: &[RunningService<RoleClient, ClientConfig>]) -> AnyResult<()> {
+    let calls = clients.iter().map(|c| async move {
+        c.call_tool(sum()?).await?;
+        Ok::<_, anyhow::Error>(())
+    });
+    futures::future::try_join_all(calls).await?;
+    Ok(())
 }
 
 /// `--serve SIDE`: a server alone in this process, for the memory section.
@@ -475,6 +539,10 @@ fn main() -> AnyResult<()> {
         if wanted("latency") {
             eprintln!("harness: latency");
             results.insert("latency".into(), latency(quick).await?);
+        }
+        if wanted("throughput") {
+            eprintln!("harness: throughput at 1/16/64 concurrent clients");
+            results.insert("throughput".into(), throughput(quick).await?);
         }
         if wanted("stalled") {
             eprintln!("harness: stalled reader");

@@ -37,7 +37,15 @@ async fn renamed_dependency_serves_macro_tools_through_the_fork() -> anyhow::Res
     names.sort();
     assert_eq!(
         names,
-        ["announce", "build_info", "burst", "echo", "sum", "work"]
+        [
+            "announce",
+            "build_info",
+            "burst",
+            "echo",
+            "flood",
+            "sum",
+            "work"
+        ]
     );
 
     let args = serde_json::json!({ "a": 40, "b": 2 });

@@ -34,7 +34,7 @@ pub use upstream::transport::streamable_http_client::*;
 use crate::model::{ClientJsonRpcMessage, JsonRpcMessage, RequestId};
 use crate::transport::common::client_side_sse::{
     BoxedSseResponse, ReconnectDisposition, ResumeConfig, ResumeStreamError, SseReconnect,
-    SseRetryPolicy, StreamScope, resuming_sse_frames,
+    SseRetryPolicy, StreamScope, is_response, resuming_sse_frames,
 };
 use crate::transport::common::http_header::HEADER_MCP_PROTOCOL_VERSION;
 use crate::transport::worker::{
@@ -181,23 +181,6 @@ fn status_of<E: std::error::Error + Send + Sync + 'static>(
     }
 }
 
-/// Probes a frame for a JSON-RPC response without building the message.
-#[derive(serde::Deserialize)]
-struct ResponseProbe {
-    #[serde(default)]
-    id: Option<serde::de::IgnoredAny>,
-    #[serde(default)]
-    method: Option<serde::de::IgnoredAny>,
-}
-
-fn is_response(sse: &Sse) -> bool {
-    sse.data
-        .as_deref()
-        .filter(|d| !d.is_empty())
-        .and_then(|d| serde_json::from_str::<ResponseProbe>(d).ok())
-        .is_some_and(|p| p.id.is_some() && p.method.is_none())
-}
-
 /// The frame that fails `request` with `reason`: the request ends with a
 /// JSON-RPC error instead of waiting for a response that will not come.
 fn failure_frame(request: &RequestId, reason: &str) -> Sse {
@@ -223,20 +206,26 @@ fn guard_request_stream<C: StreamableHttpClient>(
     request: RequestId,
 ) -> BoxStream<'static, Result<Sse, SseError>> {
     let frames = Box::pin(frames);
-    futures::stream::unfold(Some(frames), move |state| {
+    // After the response the stream is read to its end (the resuming
+    // stream ends it without resuming), so the connection can be reused;
+    // what follows the response is passed on, and nothing fails any more.
+    futures::stream::unfold((frames, false), move |(mut frames, answered)| {
         let request = request.clone();
         async move {
-            let mut frames = state?;
             match frames.next().await {
-                Some(Ok(sse)) if is_response(&sse) => Some((Ok(sse), None)),
-                Some(Ok(sse)) => Some((Ok(sse), Some(frames))),
+                Some(Ok(sse)) => {
+                    let answered = answered || is_response(&sse);
+                    Some((Ok(sse), (frames, answered)))
+                }
+                _ if answered => None,
                 Some(Err(error)) => {
                     tracing::debug!(%error, %request, "request stream could not be resumed");
-                    Some((Ok(failure_frame(&request, &error.to_string())), None))
+                    let failure = failure_frame(&request, &error.to_string());
+                    Some((Ok(failure), (frames, true)))
                 }
                 None => {
                     let reason = "the stream ended before the response";
-                    Some((Ok(failure_frame(&request, reason)), None))
+                    Some((Ok(failure_frame(&request, reason)), (frames, true)))
                 }
             }
         }

@@ -286,7 +286,9 @@ impl Telemetry {
 pub struct StreamableHttpService<S, M = LocalSessionManager> {
     /// The configuration the service was built with.
     pub config: StreamableHttpServerConfig,
-    inner: up::StreamableHttpService<S, M>,
+    // Shared: axum clones the service for every request, and upstream's
+    // clone copies its whole config; one copy per request is upstream's cost.
+    inner: Arc<up::StreamableHttpService<S, M>>,
     session_manager: Arc<M>,
     telemetry: Arc<Telemetry>,
 }
@@ -315,8 +317,15 @@ where
     type Future = BoxFuture<'static, Result<Self::Response, Self::Error>>;
 
     fn call(&mut self, req: Request<B>) -> Self::Future {
-        let service = self.clone();
-        Box::pin(async move { Ok(service.handle(req).await) })
+        if self.owns(req.method()) {
+            let service = self.clone();
+            Box::pin(async move { Ok(service.handle(req).await) })
+        } else {
+            // Delegated traffic (every POST) takes only upstream's service,
+            // without a second copy of the config's host and origin lists.
+            let inner = self.inner.clone();
+            Box::pin(async move { Ok(inner.handle(req).await) })
+        }
     }
 
     fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
@@ -338,7 +347,7 @@ impl<S: crate::ServerHandler + Send + 'static, M: SessionManager> StreamableHttp
         );
         Self {
             config,
-            inner,
+            inner: Arc::new(inner),
             session_manager,
             telemetry: Arc::default(),
         }
@@ -353,6 +362,12 @@ impl<S: crate::ServerHandler + Send + 'static, M: SessionManager> StreamableHttp
             rejected: t.rejected.load(Ordering::Relaxed),
             session_lost: t.session_lost.load(Ordering::Relaxed),
         }
+    }
+
+    /// Whether the fork answers requests of `method` itself, rather than
+    /// upstream's service.
+    fn owns(&self, method: &Method) -> bool {
+        self.config.legacy_session_mode && (method == Method::GET || method == Method::DELETE)
     }
 
     /// Handles one HTTP request.

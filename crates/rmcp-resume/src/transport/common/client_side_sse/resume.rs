@@ -271,6 +271,7 @@ pub fn resuming_sse_frames<R: SseReconnect>(
         checker: None,
         failures: 0,
         failures_with_cursor: 0,
+        answered: false,
         done: false,
     };
     futures::stream::unfold(machine, |mut machine| async move {
@@ -304,10 +305,31 @@ struct Machine<R: SseReconnect> {
     failures: usize,
     /// Consecutive failed resumes with the current cursor.
     failures_with_cursor: usize,
+    /// A request stream delivered its response: it is complete, and its
+    /// end (or a break) ends the stream instead of prompting a resume.
+    answered: bool,
     done: bool,
 }
 
 type Item<E> = Result<Sse, ResumeStreamError<E>>;
+
+/// Probes a frame for a JSON-RPC response without building the message.
+#[derive(serde::Deserialize)]
+struct ResponseProbe {
+    #[serde(default)]
+    id: Option<serde::de::IgnoredAny>,
+    #[serde(default)]
+    method: Option<serde::de::IgnoredAny>,
+}
+
+/// Whether `sse` carries a JSON-RPC response (or error): an id, no method.
+pub(crate) fn is_response(sse: &Sse) -> bool {
+    sse.data
+        .as_deref()
+        .filter(|d| !d.is_empty())
+        .and_then(|d| serde_json::from_str::<ResponseProbe>(d).ok())
+        .is_some_and(|p| p.id.is_some() && p.method.is_none())
+}
 
 impl<R: SseReconnect> Machine<R> {
     async fn next(&mut self) -> Option<Item<R::Error>> {
@@ -333,9 +355,19 @@ impl<R: SseReconnect> Machine<R> {
                 },
                 None => stream.next().await,
             };
+            if self.answered && !matches!(read, Some(Ok(_))) {
+                // Read to the end so the connection can be reused.
+                self.done = true;
+                return None;
+            }
             match read {
                 Some(Ok(sse)) => match self.on_frame(sse) {
-                    Frame::Pass(sse) => return Some(Ok(*sse)),
+                    Frame::Pass(sse) => {
+                        if self.scope == StreamScope::Request && is_response(&sse) {
+                            self.answered = true;
+                        }
+                        return Some(Ok(*sse));
+                    }
                     Frame::Skip => {}
                     Frame::Fail(error) => {
                         if let Some(end) = self.resume_failed(error) {

@@ -584,3 +584,41 @@ async fn terminal_statuses_stop_without_retrying() {
         assert_eq!(log.entries().len(), 1, "{status}");
     }
 }
+
+#[tokio::test(start_paused = true)]
+async fn answered_request_stream_is_read_to_its_end_without_resuming() {
+    // The response arrives, then the server closes (or breaks) the stream:
+    // the request is complete, so its end is the stream's end, and the
+    // connection was read to EOF rather than dropped mid-body.
+    let first = futures::stream::iter(vec![Ok(priming("0/3", 500)), Ok(response("1/3"))]).boxed();
+    let (script, log) = Script::new(vec![], || Answer::Frames(vec![]));
+    let stream = resuming_sse_stream(
+        Some(first),
+        None,
+        script,
+        StreamScope::Request,
+        fixed(Some(3), 10),
+        ResumeConfig::default(),
+    );
+    let (messages, error) = drain(stream).await;
+    assert_eq!(messages.len(), 1);
+    assert!(error.is_none(), "{error:?}");
+    assert!(log.cursors().is_empty(), "no resume: {:?}", log.cursors());
+
+    // A request stream that closes before its response is still resumed.
+    let first = futures::stream::iter(vec![Ok(priming("0/4", 500))]).boxed();
+    let (script, log) = Script::new(vec![Answer::Frames(vec![response("1/4")])], || {
+        Answer::Frames(vec![])
+    });
+    let stream = resuming_sse_stream(
+        Some(first),
+        None,
+        script,
+        StreamScope::Request,
+        fixed(Some(3), 10),
+        ResumeConfig::default(),
+    );
+    let (messages, error) = drain(stream).await;
+    assert_eq!(messages.len(), 1, "{error:?}");
+    assert_eq!(log.cursors(), [cut_after("0/4")]);
+}

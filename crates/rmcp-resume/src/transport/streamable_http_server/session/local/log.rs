@@ -138,7 +138,9 @@ impl StreamLog {
     ) -> Arc<Self> {
         Arc::new(Self {
             state: Mutex::new(LogState {
-                entries: VecDeque::with_capacity(capacity.min(64)),
+                // Grown on demand: most request streams hold two or three
+                // events, and answered ones stay retained for a while.
+                entries: VecDeque::new(),
                 capacity: capacity.max(1),
                 next_index: first_index,
                 finished: false,
