@@ -5,6 +5,8 @@
 //!   against its own server, sampled in interleaved blocks.
 //! - `throughput`: tool calls/s with 1, 16 and 64 concurrent clients, each
 //!   side against its own server, in interleaved rounds.
+//! - `allocations`: heap allocations per tool call, for each pairing of
+//!   server and client (a counting global allocator; both sides alike).
 //! - `memory`: resident memory per idle session holding one open GET stream,
 //!   at 1k and 10k sessions. Each server runs in a child process (this binary
 //!   with `--serve`), so only the server's RSS is measured.
@@ -35,6 +37,35 @@ use tokio_util::sync::CancellationToken;
 use tracing_subscriber::layer::SubscriberExt;
 
 type AnyResult<T> = anyhow::Result<T>;
+
+/// Counts heap allocations process-wide, for the allocations-per-call
+/// figure; both sides run under it alike.
+struct Counting;
+
+static ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
+
+// SAFETY: every call is forwarded unchanged to the system allocator.
+unsafe impl std::alloc::GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: std::alloc::Layout) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: the caller's contract is passed on as is.
+        unsafe { std::alloc::System.alloc(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: std::alloc::Layout) {
+        // SAFETY: `ptr` came from `System.alloc` with this `layout`.
+        unsafe { std::alloc::System.dealloc(ptr, layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: std::alloc::Layout, size: usize) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: as for `dealloc`, and `size` is the caller's.
+        unsafe { std::alloc::System.realloc(ptr, layout, size) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
 
 /// Counts WARN events process-wide: what one wedged stream costs in logs.
 struct WarnCounter(Arc<AtomicUsize>);
@@ -243,6 +274,35 @@ async fn batch(clients: &[RunningService<RoleClient, ClientConfig>]) -> AnyResul
     });
     futures::future::try_join_all(calls).await?;
     Ok(())
+}
+
+/// Heap allocations per tool call, process-wide (client and server), for
+/// each pairing of server and client, so a difference can be placed.
+async fn allocations(quick: bool) -> AnyResult<Value> {
+    let calls = if quick { 200 } else { 2000 };
+    let ct = CancellationToken::new();
+    let mut out = serde_json::Map::new();
+    for server in Side::BOTH {
+        let url = serve(server, &ct).await?;
+        for side in Side::BOTH {
+            let client = client(side, &url).await?;
+            for _ in 0..200 {
+                client.call_tool(sum()?).await?;
+            }
+            let before = ALLOCATIONS.load(Ordering::Relaxed);
+            for _ in 0..calls {
+                client.call_tool(sum()?).await?;
+            }
+            let per_call = (ALLOCATIONS.load(Ordering::Relaxed) - before) as f64 / calls as f64;
+            out.insert(
+                format!("server-{}/client-{}", server.name(), side.name()),
+                json!(per_call),
+            );
+            client.cancel().await?;
+        }
+    }
+    ct.cancel();
+    Ok(Value::Object(out))
 }
 
 /// `--serve SIDE`: a server alone in this process, for the memory section.
@@ -543,6 +603,10 @@ fn main() -> AnyResult<()> {
         if wanted("throughput") {
             eprintln!("harness: throughput at 1/16/64 concurrent clients");
             results.insert("throughput".into(), throughput(quick).await?);
+        }
+        if wanted("allocations") {
+            eprintln!("harness: allocations per call");
+            results.insert("allocations".into(), allocations(quick).await?);
         }
         if wanted("stalled") {
             eprintln!("harness: stalled reader");

@@ -97,6 +97,13 @@ def rows():
         out.append(Row(f"Tool calls/s, {k} concurrent client{'s' if k > 1 else ''}", "calls/s",
                        up, fork, False, note))
 
+    allocs = harness.get("allocations", {})
+    if allocs:
+        out.append(Row("Heap allocations per tool call (client + server)", "allocs",
+                       allocs["server-upstream/client-upstream"], allocs["server-fork/client-fork"], True,
+                       f"fork server + upstream client: {allocs['server-fork/client-upstream']:.0f}; "
+                       f"upstream server + fork client: {allocs['server-upstream/client-fork']:.0f}"))
+
     for pair, what in (("server", "same client, each server"), ("client", "each client, same server")):
         up, fork = median_ns("round_trip", f"{pair}_upstream"), median_ns("round_trip", f"{pair}_fork")
         us = lambda ns: None if ns is None else ns / 1e3
