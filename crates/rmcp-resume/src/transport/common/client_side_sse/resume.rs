@@ -356,7 +356,8 @@ impl<R: SseReconnect> Machine<R> {
                 None => stream.next().await,
             };
             if self.answered && !matches!(read, Some(Ok(_))) {
-                // Read to the end so the connection can be reused.
+                // Read to the end: the connection closes cleanly, as it does
+                // under upstream's client.
                 self.done = true;
                 return None;
             }
