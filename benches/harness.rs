@@ -25,12 +25,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
+use rmcp::RoleClient;
 use rmcp::model::{CallToolRequestParams, ClientConfig};
 use rmcp::service::RunningService;
-use rmcp::{RoleClient, ServiceExt};
 use rmcp_resume_e2e::DemoServer;
 use rmcp_resume_e2e::raw::{RawSession, SseReader};
-use rmcp_resume_e2e::scenario::{self, Ending, Side};
+use rmcp_resume_e2e::scenario::{self, Ending, Setup, Side, serve_side};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio_util::sync::CancellationToken;
@@ -78,79 +78,22 @@ impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for WarnCounter {
     }
 }
 
-/// Serves `service` at `/mcp` on 127.0.0.1:0 with `TCP_NODELAY`, as a
-/// latency-minded deployment would: without it, a response written after
-/// its priming event waits on the peer's delayed ACK (~40 ms) on both sides.
-async fn serve_nodelay<S>(service: S, ct: &CancellationToken) -> AnyResult<std::net::SocketAddr>
-where
-    S: tower_service::Service<
-            axum::extract::Request,
-            Response = axum::response::Response<
-                http_body_util::combinators::BoxBody<bytes::Bytes, std::convert::Infallible>,
-            >,
-            Error = std::convert::Infallible,
-        > + Clone
-        + Send
-        + Sync
-        + 'static,
-    S::Future: Send + 'static,
-{
-    use axum::serve::ListenerExt;
-    let router = axum::Router::new().nest_service("/mcp", service);
-    let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0)).await?;
-    let addr = listener.local_addr()?;
-    let listener = listener.tap_io(|tcp| {
-        let _ = tcp.set_nodelay(true);
-    });
-    let ct = ct.clone();
-    tokio::spawn(async move {
-        let _ = axum::serve(listener, router)
-            .with_graceful_shutdown(ct.cancelled_owned())
-            .await;
-    });
-    Ok(addr)
-}
-
 /// Serves the demo handler on `side` at 127.0.0.1:0; returns the URL.
+///
+/// With `TCP_NODELAY`, as a latency-minded deployment would: without it, a
+/// response written after its priming event waits on the peer's delayed ACK
+/// (~40 ms) on both sides, and single calls measure only that.
 async fn serve(side: Side, ct: &CancellationToken) -> AnyResult<String> {
-    let factory = || Ok(DemoServer::new());
-    let addr = match side {
-        Side::Upstream => {
-            let manager = upstream::transport::streamable_http_server::session::local::LocalSessionManager::default();
-            let config = upstream::transport::StreamableHttpServerConfig::default()
-                .with_cancellation_token(ct.child_token());
-            let service =
-                upstream::transport::StreamableHttpService::new(factory, Arc::new(manager), config);
-            serve_nodelay(service, ct).await?
-        }
-        Side::Fork => {
-            let manager =
-                rmcp::transport::streamable_http_server::session::local::LocalSessionManager::default();
-            let config = rmcp::transport::StreamableHttpServerConfig::default()
-                .with_cancellation_token(ct.child_token());
-            let service =
-                rmcp::transport::StreamableHttpService::new(factory, Arc::new(manager), config);
-            serve_nodelay(service, ct).await?
-        }
+    let setup = Setup {
+        nodelay: true,
+        ..Setup::default()
     };
+    let addr = serve_side(side, || Ok(DemoServer::new()), &setup, ct).await?;
     Ok(format!("http://{addr}/mcp"))
 }
 
 async fn client(side: Side, url: &str) -> AnyResult<RunningService<RoleClient, ClientConfig>> {
-    Ok(match side {
-        Side::Upstream => {
-            ClientConfig::default()
-                .serve(upstream::transport::StreamableHttpClientTransport::from_uri(url.to_owned()))
-                .await?
-        }
-        Side::Fork => {
-            ClientConfig::default()
-                .serve(rmcp::transport::StreamableHttpClientTransport::from_uri(
-                    url.to_owned(),
-                ))
-                .await?
-        }
-    })
+    scenario::connect(side, ClientConfig::default(), url.to_owned()).await
 }
 
 fn sum() -> AnyResult<CallToolRequestParams> {

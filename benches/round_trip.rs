@@ -7,20 +7,24 @@
 //! session, call their side's server at once; throughput is calls/s.
 //! The claim is fork/upstream <= 1 within noise for every pair.
 
-use std::sync::Arc;
-
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
+use rmcp::RoleClient;
 use rmcp::model::{CallToolRequestParams, ClientConfig};
 use rmcp::service::RunningService;
-use rmcp::transport::StreamableHttpClientTransport;
-use rmcp::{RoleClient, ServiceExt};
-use rmcp_resume_e2e::scenario::Side;
-use rmcp_resume_e2e::{DemoServer, serve_ephemeral};
+use rmcp_resume_e2e::DemoServer;
+use rmcp_resume_e2e::scenario::{Setup, Side, connect, serve_side};
 use tokio_util::sync::CancellationToken;
 
-async fn client(url: String) -> RunningService<RoleClient, ClientConfig> {
-    ClientConfig::default()
-        .serve(StreamableHttpClientTransport::from_uri(url))
+/// The demo handler on a `side` server with its defaults; returns the URL.
+async fn serve(side: Side, ct: &CancellationToken) -> String {
+    let addr = serve_side(side, || Ok(DemoServer::new()), &Setup::default(), ct)
+        .await
+        .unwrap_or_else(|e| panic!("bind: {e}"));
+    format!("http://{addr}/mcp")
+}
+
+async fn client(side: Side, url: &str) -> RunningService<RoleClient, ClientConfig> {
+    connect(side, ClientConfig::default(), url.to_owned())
         .await
         .unwrap_or_else(|e| panic!("client: {e}"))
 }
@@ -34,29 +38,14 @@ fn round_trip(c: &mut Criterion) {
     let rt = tokio::runtime::Runtime::new().unwrap_or_else(|e| panic!("runtime: {e}"));
     let ct = CancellationToken::new();
     let (upstream_client, fork_client, upstream_side_client) = rt.block_on(async {
-        let upstream_service = upstream::transport::StreamableHttpService::new(
-            || Ok(DemoServer::new()),
-            Arc::new(upstream::transport::streamable_http_server::session::local::LocalSessionManager::default()),
-            upstream::transport::StreamableHttpServerConfig::default()
-                .with_cancellation_token(ct.child_token()),
+        let (up_url, fork_url) = (
+            serve(Side::Upstream, &ct).await,
+            serve(Side::Fork, &ct).await,
         );
-        let fork_service = rmcp_resume_e2e::demo_service(&ct);
-        let (up_addr, _) = serve_ephemeral(upstream_service, ct.clone())
-            .await
-            .unwrap_or_else(|e| panic!("bind: {e}"));
-        let (fork_addr, _) = serve_ephemeral(fork_service, ct.clone())
-            .await
-            .unwrap_or_else(|e| panic!("bind: {e}"));
-        let upstream_side = ClientConfig::default()
-            .serve(upstream::transport::StreamableHttpClientTransport::from_uri(format!(
-                "http://{fork_addr}/mcp"
-            )))
-            .await
-            .unwrap_or_else(|e| panic!("client: {e}"));
         (
-            client(format!("http://{up_addr}/mcp")).await,
-            client(format!("http://{fork_addr}/mcp")).await,
-            upstream_side,
+            client(Side::Fork, &up_url).await,
+            client(Side::Fork, &fork_url).await,
+            client(Side::Upstream, &fork_url).await,
         )
     });
 
@@ -87,37 +76,10 @@ async fn fleet(
     k: usize,
     ct: &CancellationToken,
 ) -> Vec<RunningService<RoleClient, ClientConfig>> {
-    let url = match side {
-        Side::Upstream => {
-            let service = upstream::transport::StreamableHttpService::new(
-                || Ok(DemoServer::new()),
-                Arc::new(upstream::transport::streamable_http_server::session::local::LocalSessionManager::default()),
-                upstream::transport::StreamableHttpServerConfig::default()
-                    .with_cancellation_token(ct.child_token()),
-            );
-            serve_ephemeral(service, ct.clone()).await
-        }
-        Side::Fork => serve_ephemeral(rmcp_resume_e2e::demo_service(ct), ct.clone()).await,
-    }
-    .map(|(addr, _)| format!("http://{addr}/mcp"))
-    .unwrap_or_else(|e| panic!("bind: {e}"));
+    let url = serve(side, ct).await;
     let mut clients = Vec::with_capacity(k);
     for _ in 0..k {
-        let client = match side {
-            Side::Upstream => {
-                ClientConfig::default()
-                    .serve(
-                        upstream::transport::StreamableHttpClientTransport::from_uri(url.clone()),
-                    )
-                    .await
-            }
-            Side::Fork => {
-                ClientConfig::default()
-                    .serve(StreamableHttpClientTransport::from_uri(url.clone()))
-                    .await
-            }
-        };
-        clients.push(client.unwrap_or_else(|e| panic!("client: {e}")));
+        clients.push(client(side, &url).await);
     }
     clients
 }

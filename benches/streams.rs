@@ -15,39 +15,20 @@ use std::time::Duration;
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use rmcp_resume_e2e::DemoServer;
 use rmcp_resume_e2e::raw::{RawSession, SseReader};
-use rmcp_resume_e2e::scenario::Side;
-use rmcp_resume_e2e::serve_ephemeral;
+use rmcp_resume_e2e::scenario::{Setup, Side, serve_side};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 /// Serves the demo handler on `side`, retaining `capacity` events per stream.
 async fn serve(side: Side, capacity: usize, ct: &CancellationToken) -> String {
-    let factory = || Ok(DemoServer::new());
-    let addr = match side {
-        Side::Upstream => {
-            use upstream::transport::streamable_http_server::session::local::LocalSessionManager;
-            let mut manager = LocalSessionManager::default();
-            manager.session_config.channel_capacity = capacity;
-            let config = upstream::transport::StreamableHttpServerConfig::default()
-                .with_sse_keep_alive(None)
-                .with_cancellation_token(ct.child_token());
-            let service =
-                upstream::transport::StreamableHttpService::new(factory, Arc::new(manager), config);
-            serve_ephemeral(service, ct.clone()).await
-        }
-        Side::Fork => {
-            use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
-            let mut manager = LocalSessionManager::default();
-            manager.session_config.channel_capacity = capacity;
-            let config = rmcp::transport::StreamableHttpServerConfig::default()
-                .with_sse_keep_alive(None)
-                .with_cancellation_token(ct.child_token());
-            let service =
-                rmcp::transport::StreamableHttpService::new(factory, Arc::new(manager), config);
-            serve_ephemeral(service, ct.clone()).await
-        }
+    let setup = Setup {
+        capacity: Some(capacity),
+        no_keep_alive: true,
+        ..Setup::default()
     };
-    let (addr, _) = addr.unwrap_or_else(|e| panic!("bind: {e}"));
+    let addr = serve_side(side, || Ok(DemoServer::new()), &setup, ct)
+        .await
+        .unwrap_or_else(|e| panic!("bind: {e}"));
     format!("http://{addr}/mcp")
 }
 

@@ -4,16 +4,16 @@
 //! http://127.0.0.1:PORT/mcp --suite all`. `tests/conformance.rs` runs
 //! exactly that in CI.
 
+use std::net::SocketAddr;
+
 use rmcp::transport::streamable_http_server::StreamableHttpServerConfig;
 use rmcp_resume_e2e::everything::everything_service;
+use rmcp_resume_e2e::{init_tracing, serve_at};
 use tokio_util::sync::CancellationToken;
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
-        .with_writer(std::io::stderr)
-        .init();
+    init_tracing("info");
     let port: u16 = match std::env::args().nth(1) {
         Some(port) => port.parse()?,
         None => 3001,
@@ -22,14 +22,11 @@ async fn main() -> anyhow::Result<()> {
     let service = everything_service(
         StreamableHttpServerConfig::default().with_cancellation_token(ct.child_token()),
     );
-    let router = axum::Router::new().nest_service("/mcp", service);
-    let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
-    println!("everything server on http://{}/mcp", listener.local_addr()?);
-    axum::serve(listener, router)
-        .with_graceful_shutdown(async move {
-            let _ = tokio::signal::ctrl_c().await;
-            ct.cancel();
-        })
-        .await?;
+    let addr = SocketAddr::from(([127, 0, 0, 1], port));
+    let (addr, task) = serve_at(addr, service, ct.clone(), false).await?;
+    println!("everything server on http://{addr}/mcp");
+    tokio::signal::ctrl_c().await?;
+    ct.cancel();
+    task.await?;
     Ok(())
 }

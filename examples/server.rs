@@ -5,15 +5,12 @@
 
 use std::net::SocketAddr;
 
-use rmcp_resume_e2e::serve_demo;
+use rmcp_resume_e2e::{init_tracing, serve_demo};
 use tokio_util::sync::CancellationToken;
-use tracing_subscriber::EnvFilter;
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    tracing_subscriber::fmt()
-        .with_env_filter(EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
-        .init();
+    init_tracing("info");
     let ct = CancellationToken::new();
     let (addr, task) = serve_demo(SocketAddr::from(([127, 0, 0, 1], 8000)), ct.clone()).await?;
     tracing::info!(

@@ -69,10 +69,7 @@ fn call(name: &str, arguments: Value) -> anyhow::Result<CallToolRequestParams> {
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
-        .with_writer(std::io::stderr)
-        .init();
+    rmcp_resume_e2e::init_tracing("warn");
     let url = std::env::args()
         .nth(1)
         .context("usage: conformance_client <server-url>")?;

@@ -228,6 +228,29 @@ pub async fn serve_ephemeral<S>(
     ct: CancellationToken,
 ) -> std::io::Result<(SocketAddr, tokio::task::JoinHandle<()>)>
 where
+    S: McpService,
+    S::Future: Send + 'static,
+{
+    serve_at(SocketAddr::from(([127, 0, 0, 1], 0)), service, ct, false).await
+}
+
+/// What [`serve_at`] can serve: a streamable-HTTP tower service, upstream's
+/// or the fork's.
+pub trait McpService:
+    tower_service::Service<
+        axum::extract::Request,
+        Response = axum::response::Response<
+            http_body_util::combinators::BoxBody<bytes::Bytes, std::convert::Infallible>,
+        >,
+        Error = std::convert::Infallible,
+    > + Clone
+    + Send
+    + Sync
+    + 'static
+{
+}
+
+impl<S> McpService for S where
     S: tower_service::Service<
             axum::extract::Request,
             Response = axum::response::Response<
@@ -237,19 +260,53 @@ where
         > + Clone
         + Send
         + Sync
-        + 'static,
+        + 'static
+{
+}
+
+/// Serves `service` at `/mcp` on `addr` until `ct` is cancelled; returns the
+/// bound address (useful with port 0) and the server task. `nodelay` sets
+/// `TCP_NODELAY` on accepted connections, as a latency-minded deployment
+/// would; `axum::serve` leaves it off.
+pub async fn serve_at<S>(
+    addr: SocketAddr,
+    service: S,
+    ct: CancellationToken,
+    nodelay: bool,
+) -> std::io::Result<(SocketAddr, tokio::task::JoinHandle<()>)>
+where
+    S: McpService,
     S::Future: Send + 'static,
 {
+    use axum::serve::ListenerExt;
     let router = axum::Router::new().nest_service("/mcp", service);
-    let listener = tokio::net::TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], 0))).await?;
+    let listener = tokio::net::TcpListener::bind(addr).await?;
     let bound = listener.local_addr()?;
+    let listener = listener.tap_io(move |tcp| {
+        if nodelay {
+            let _ = tcp.set_nodelay(true);
+        }
+    });
     let task = tokio::spawn(async move {
-        let shutdown = async move { ct.cancelled_owned().await };
-        let _ = axum::serve(listener, router)
-            .with_graceful_shutdown(shutdown)
-            .await;
+        if let Err(error) = axum::serve(listener, router)
+            .with_graceful_shutdown(ct.cancelled_owned())
+            .await
+        {
+            tracing::error!(%error, "server stopped");
+        }
     });
     Ok((bound, task))
+}
+
+/// Logs to stderr, filtered by `RUST_LOG` (default `default`), for the
+/// examples and helper binaries.
+pub fn init_tracing(default: &str) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
 }
 
 /// The streamable-HTTP service for [`DemoServer`] with a local session manager.
@@ -270,19 +327,7 @@ pub async fn serve_demo(
     addr: SocketAddr,
     ct: CancellationToken,
 ) -> std::io::Result<(SocketAddr, tokio::task::JoinHandle<()>)> {
-    let router = axum::Router::new().nest_service("/mcp", demo_service(&ct));
-    let listener = tokio::net::TcpListener::bind(addr).await?;
-    let bound = listener.local_addr()?;
-    let task = tokio::spawn(async move {
-        let shutdown = async move { ct.cancelled_owned().await };
-        if let Err(error) = axum::serve(listener, router)
-            .with_graceful_shutdown(shutdown)
-            .await
-        {
-            tracing::error!(%error, "demo server stopped");
-        }
-    });
-    Ok((bound, task))
+    serve_at(addr, demo_service(&ct), ct, false).await
 }
 
 /// Serves [`DemoServer`] on `127.0.0.1:0`.

@@ -2,6 +2,7 @@
 //! benchmark, written once for both sides: a server (upstream rmcp 3.11.0 or
 //! the fork) behind a cuttable proxy, and a client of the same side.
 
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -14,7 +15,7 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use crate::proxy::Proxy;
-use crate::{DemoServer, serve_ephemeral};
+use crate::{DemoServer, serve_at};
 
 /// Which implementation a scenario runs on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -70,6 +71,69 @@ impl Drop for World {
     }
 }
 
+/// How a side's server is configured; the defaults keep the side's own.
+#[derive(Clone, Debug, Default)]
+pub struct Setup {
+    /// Events each stream retains (`SessionConfig::channel_capacity`).
+    pub capacity: Option<usize>,
+    /// The SSE `retry` sent in priming events.
+    pub retry: Option<Duration>,
+    /// Turn SSE keep-alive comments off.
+    pub no_keep_alive: bool,
+    /// Set `TCP_NODELAY` on accepted connections.
+    pub nodelay: bool,
+}
+
+/// Serves `factory`'s handlers on a `side` server configured by `setup`, at
+/// `/mcp` on 127.0.0.1:0 until `ct` is cancelled.
+pub async fn serve_side(
+    side: Side,
+    factory: impl Fn() -> Result<DemoServer, std::io::Error> + Send + Sync + 'static,
+    setup: &Setup,
+    ct: &CancellationToken,
+) -> std::io::Result<SocketAddr> {
+    let addr = SocketAddr::from(([127, 0, 0, 1], 0));
+    let served = match side {
+        Side::Upstream => {
+            use upstream::transport::streamable_http_server::session::local::LocalSessionManager;
+            let mut manager = LocalSessionManager::default();
+            if let Some(capacity) = setup.capacity {
+                manager.session_config.channel_capacity = capacity;
+            }
+            let mut config = upstream::transport::StreamableHttpServerConfig::default()
+                .with_cancellation_token(ct.child_token());
+            if setup.retry.is_some() {
+                config = config.with_sse_retry(setup.retry);
+            }
+            if setup.no_keep_alive {
+                config = config.with_sse_keep_alive(None);
+            }
+            let service =
+                upstream::transport::StreamableHttpService::new(factory, Arc::new(manager), config);
+            serve_at(addr, service, ct.clone(), setup.nodelay).await?
+        }
+        Side::Fork => {
+            use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+            let mut manager = LocalSessionManager::default();
+            if let Some(capacity) = setup.capacity {
+                manager.session_config.channel_capacity = capacity;
+            }
+            let mut config = rmcp::transport::StreamableHttpServerConfig::default()
+                .with_cancellation_token(ct.child_token());
+            if setup.retry.is_some() {
+                config = config.with_sse_retry(setup.retry);
+            }
+            if setup.no_keep_alive {
+                config = config.with_sse_keep_alive(None);
+            }
+            let service =
+                rmcp::transport::StreamableHttpService::new(factory, Arc::new(manager), config);
+            serve_at(addr, service, ct.clone(), setup.nodelay).await?
+        }
+    };
+    Ok(served.0)
+}
+
 /// One server of `side` with a replay window of `capacity` events, sending
 /// `retry` in its priming events (`None`: the side's default).
 pub async fn world(side: Side, capacity: usize, retry: Option<Duration>) -> anyhow::Result<World> {
@@ -77,34 +141,12 @@ pub async fn world(side: Side, capacity: usize, retry: Option<Duration>) -> anyh
     let (gate, finished) = (Arc::new(Notify::new()), Arc::new(Notify::new()));
     let (g, f) = (gate.clone(), finished.clone());
     let factory = move || Ok(DemoServer::with_signals(g.clone(), f.clone()));
-    let addr = match side {
-        Side::Upstream => {
-            use upstream::transport::streamable_http_server::session::local::LocalSessionManager;
-            let mut manager = LocalSessionManager::default();
-            manager.session_config.channel_capacity = capacity;
-            let mut config = upstream::transport::StreamableHttpServerConfig::default()
-                .with_cancellation_token(ct.child_token());
-            if retry.is_some() {
-                config = config.with_sse_retry(retry);
-            }
-            let service =
-                upstream::transport::StreamableHttpService::new(factory, Arc::new(manager), config);
-            serve_ephemeral(service, ct.clone()).await?.0
-        }
-        Side::Fork => {
-            use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
-            let mut manager = LocalSessionManager::default();
-            manager.session_config.channel_capacity = capacity;
-            let mut config = rmcp::transport::StreamableHttpServerConfig::default()
-                .with_cancellation_token(ct.child_token());
-            if retry.is_some() {
-                config = config.with_sse_retry(retry);
-            }
-            let service =
-                rmcp::transport::StreamableHttpService::new(factory, Arc::new(manager), config);
-            serve_ephemeral(service, ct.clone()).await?.0
-        }
+    let setup = Setup {
+        capacity: Some(capacity),
+        retry,
+        ..Setup::default()
     };
+    let addr = serve_side(side, factory, &setup, &ct).await?;
     let proxy = Proxy::start(addr, "notifications/progress", ct.clone()).await?;
     Ok(World {
         proxy,
@@ -114,27 +156,35 @@ pub async fn world(side: Side, capacity: usize, retry: Option<Duration>) -> anyh
     })
 }
 
-/// A client of `side` connected to `world` through its proxy.
-pub async fn client(
+/// A client of `side` with `handler`, connected to `url`.
+pub async fn connect<H: ClientHandler>(
     side: Side,
-    world: &World,
-    progress: Progress,
-) -> anyhow::Result<RunningService<RoleClient, Progress>> {
-    let url = format!("http://{}/mcp", world.proxy.addr);
+    handler: H,
+    url: String,
+) -> anyhow::Result<RunningService<RoleClient, H>> {
     Ok(match side {
         Side::Upstream => {
-            progress
+            handler
                 .serve(upstream::transport::StreamableHttpClientTransport::from_uri(url))
                 .await?
         }
         Side::Fork => {
-            progress
+            handler
                 .serve(rmcp::transport::StreamableHttpClientTransport::from_uri(
                     url,
                 ))
                 .await?
         }
     })
+}
+
+/// A client of `side` connected to `world` through its proxy.
+pub async fn client(
+    side: Side,
+    world: &World,
+    progress: Progress,
+) -> anyhow::Result<RunningService<RoleClient, Progress>> {
+    connect(side, progress, format!("http://{}/mcp", world.proxy.addr)).await
 }
 
 /// `tools/call tool {count}` with a progress token.
