@@ -34,7 +34,7 @@ pub use upstream::transport::streamable_http_client::*;
 use crate::model::{ClientJsonRpcMessage, JsonRpcMessage, RequestId};
 use crate::transport::common::client_side_sse::{
     BoxedSseResponse, ReconnectDisposition, ResumeConfig, ResumeStreamError, SseReconnect,
-    SseRetryPolicy, StreamScope, is_response, resuming_sse_frames,
+    SseRetryPolicy, StreamScope, resuming_sse_frames,
 };
 use crate::transport::common::http_header::HEADER_MCP_PROTOCOL_VERSION;
 use crate::transport::worker::{
@@ -205,29 +205,18 @@ fn guard_request_stream<C: StreamableHttpClient>(
     + 'static,
     request: RequestId,
 ) -> BoxStream<'static, Result<Sse, SseError>> {
-    let frames = Box::pin(frames);
-    // After the response the stream is read to its end (the resuming
-    // stream ends it without resuming), as upstream's client reads it: a
-    // body dropped with bytes unread closes the socket with a reset, which
-    // measurably cost throughput. What follows the response is passed on,
-    // and nothing fails any more.
-    futures::stream::unfold((frames, false), move |(mut frames, answered)| {
+    // The resuming stream ends a request stream only after its response
+    // (having read it to its end) or with an error; an error becomes the
+    // request's JSON-RPC failure, and then the stream ends.
+    futures::stream::unfold(Some(Box::pin(frames)), move |state| {
         let request = request.clone();
         async move {
-            match frames.next().await {
-                Some(Ok(sse)) => {
-                    let answered = answered || is_response(&sse);
-                    Some((Ok(sse), (frames, answered)))
-                }
-                _ if answered => None,
-                Some(Err(error)) => {
+            let mut frames = state?;
+            match frames.next().await? {
+                Ok(sse) => Some((Ok(sse), Some(frames))),
+                Err(error) => {
                     tracing::debug!(%error, %request, "request stream could not be resumed");
-                    let failure = failure_frame(&request, &error.to_string());
-                    Some((Ok(failure), (frames, true)))
-                }
-                None => {
-                    let reason = "the stream ended before the response";
-                    Some((Ok(failure_frame(&request, reason)), (frames, true)))
+                    Some((Ok(failure_frame(&request, &error.to_string())), None))
                 }
             }
         }

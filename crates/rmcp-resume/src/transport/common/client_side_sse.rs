@@ -7,7 +7,6 @@ mod resume;
 #[cfg(test)]
 mod tests;
 
-pub(crate) use resume::is_response;
 pub use resume::{
     Discontinuity, DiscontinuityObserver, ReconnectDisposition, ResumeConfig, ResumeStreamError,
     SseReconnect, StreamScope, resuming_sse_frames, resuming_sse_stream,

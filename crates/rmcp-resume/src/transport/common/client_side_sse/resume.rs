@@ -323,7 +323,7 @@ struct ResponseProbe {
 }
 
 /// Whether `sse` carries a JSON-RPC response (or error): an id, no method.
-pub(crate) fn is_response(sse: &Sse) -> bool {
+fn is_response(sse: &Sse) -> bool {
     sse.data
         .as_deref()
         .filter(|d| !d.is_empty())
@@ -586,6 +586,15 @@ impl<R: SseReconnect> Machine<R> {
                 self.failures = 1;
                 self.delay = Some(delay);
                 None
+            }
+            // A request stream ends only with its response or an error.
+            None if self.scope == StreamScope::Request => {
+                self.done = true;
+                Some(ResumeStreamError::Exhausted {
+                    attempts: 0,
+                    cursor: self.last_event_id.clone(),
+                    last: "the stream ended before the response, and the retry policy allows no reconnect".to_owned(),
+                })
             }
             None => {
                 self.done = true;

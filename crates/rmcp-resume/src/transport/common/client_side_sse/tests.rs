@@ -621,4 +621,25 @@ async fn answered_request_stream_is_read_to_its_end_without_resuming() {
     let (messages, error) = drain(stream).await;
     assert_eq!(messages.len(), 1, "{error:?}");
     assert_eq!(log.cursors(), [cut_after("0/4")]);
+
+    // One that closes before its response, with no server `retry` and a
+    // policy that allows no reconnect, fails: a request stream never just
+    // ends unanswered.
+    let first = futures::stream::iter(vec![Ok(message("0/5", ""))]).boxed();
+    let (script, log) = Script::new(vec![], || Answer::Frames(vec![]));
+    let stream = resuming_sse_stream(
+        Some(first),
+        None,
+        script,
+        StreamScope::Request,
+        fixed(Some(0), 10),
+        ResumeConfig::default(),
+    );
+    let (messages, error) = drain(stream).await;
+    assert!(messages.is_empty());
+    assert!(
+        matches!(error, Some(ResumeStreamError::Exhausted { .. })),
+        "{error:?}"
+    );
+    assert!(log.cursors().is_empty());
 }
