@@ -376,19 +376,19 @@ impl<S: crate::ServerHandler + Send + 'static, M: SessionManager> StreamableHttp
         B: Body + Send + 'static,
         B::Error: Display,
     {
-        match *request.method() {
-            Method::GET if self.config.legacy_session_mode => self.handle_get(request).await,
-            Method::DELETE if self.config.legacy_session_mode => {
-                let mut response = self.inner.handle(request).await;
-                // Every peer SDK reads 200 as a successful termination; some
-                // log upstream's 202 as a failure.
-                if response.status() == StatusCode::ACCEPTED {
-                    *response.status_mut() = StatusCode::OK;
-                }
-                response
-            }
-            _ => self.inner.handle(request).await,
+        if !self.owns(request.method()) {
+            return self.inner.handle(request).await;
         }
+        if request.method() == Method::GET {
+            return self.handle_get(request).await;
+        }
+        let mut response = self.inner.handle(request).await;
+        // DELETE: every peer SDK reads 200 as a successful termination; some
+        // log upstream's 202 as a failure.
+        if response.status() == StatusCode::ACCEPTED {
+            *response.status_mut() = StatusCode::OK;
+        }
+        response
     }
 
     /// Runs upstream's Host/Origin checks without running a handler: an
