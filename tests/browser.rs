@@ -27,7 +27,7 @@ use axum::routing::{get, post};
 use rmcp::transport::StreamableHttpServerConfig;
 use rmcp::transport::streamable_http_server::StreamableHttpService;
 use rmcp::transport::streamable_http_server::session::local::{LocalSessionManager, SessionConfig};
-use rmcp_resume_e2e::DemoServer;
+use rmcp_resume_e2e::{DemoServer, demo_service_and_manager};
 use serde_json::Value;
 use tokio::sync::{Notify, watch};
 use tokio_util::sync::CancellationToken;
@@ -135,15 +135,11 @@ async fn serve_site(
     channel_capacity: usize,
     ct: CancellationToken,
 ) -> anyhow::Result<(SocketAddr, Site)> {
-    let mut manager = LocalSessionManager::default();
     let mut session = SessionConfig::default();
     session.channel_capacity = channel_capacity;
-    manager.session_config = session;
-    let manager = Arc::new(manager);
-    let gate = Arc::new(Notify::new());
-    let service = StreamableHttpService::new(
-        move || Ok(DemoServer::with_gate(gate.clone())),
-        manager.clone(),
+    let (service, manager) = demo_service_and_manager(
+        Arc::new(Notify::new()),
+        session,
         StreamableHttpServerConfig::default().with_cancellation_token(ct.child_token()),
     );
     let site = Site {

@@ -521,17 +521,12 @@ async fn completed_streams_beyond_the_cap_are_forgotten_oldest_first() -> anyhow
 #[tokio::test]
 async fn handler_side_close_by_request_id_keeps_the_stream_resumable() -> anyhow::Result<()> {
     use rmcp::model::RequestId;
-    use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 
     let ct = CancellationToken::new();
     let gate = Arc::new(Notify::new());
-    let mut manager = LocalSessionManager::default();
-    manager.session_config = session_config(16);
-    let manager = Arc::new(manager);
-    let g = gate.clone();
-    let service = rmcp::transport::StreamableHttpService::new(
-        move || Ok(rmcp_resume_e2e::DemoServer::with_gate(g.clone())),
-        manager.clone(),
+    let (service, manager) = rmcp_resume_e2e::demo_service_and_manager(
+        gate.clone(),
+        session_config(16),
         StreamableHttpServerConfig::default()
             .with_sse_keep_alive(None)
             .with_cancellation_token(ct.child_token()),

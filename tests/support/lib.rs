@@ -213,13 +213,28 @@ pub fn demo_service_with(
     session: SessionConfig,
     config: StreamableHttpServerConfig,
 ) -> StreamableHttpService<DemoServer, LocalSessionManager> {
+    demo_service_and_manager(gate, session, config).0
+}
+
+/// Like [`demo_service_with`], also returning the session manager, for
+/// tests that reach a session's handle (to close its connections, say).
+pub fn demo_service_and_manager(
+    gate: Arc<Notify>,
+    session: SessionConfig,
+    config: StreamableHttpServerConfig,
+) -> (
+    StreamableHttpService<DemoServer, LocalSessionManager>,
+    Arc<LocalSessionManager>,
+) {
     let mut manager = LocalSessionManager::default();
     manager.session_config = session;
-    StreamableHttpService::new(
+    let manager = Arc::new(manager);
+    let service = StreamableHttpService::new(
         move || Ok(DemoServer::with_gate(gate.clone())),
-        Arc::new(manager),
+        manager.clone(),
         config,
-    )
+    );
+    (service, manager)
 }
 
 /// Serves `service` at `/mcp` on 127.0.0.1:0 until `ct` is cancelled.
