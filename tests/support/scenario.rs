@@ -92,44 +92,32 @@ pub async fn serve_side(
     setup: &Setup,
     ct: &CancellationToken,
 ) -> std::io::Result<SocketAddr> {
-    let addr = SocketAddr::from(([127, 0, 0, 1], 0));
+    // The two sides' types differ, their configuration does not: the same
+    // steps, once per crate.
+    macro_rules! serve_on {
+        ($krate:ident) => {{
+            let mut manager =
+                $krate::transport::streamable_http_server::session::local::LocalSessionManager::default();
+            if let Some(capacity) = setup.capacity {
+                manager.session_config.channel_capacity = capacity;
+            }
+            let mut config = $krate::transport::StreamableHttpServerConfig::default()
+                .with_cancellation_token(ct.child_token());
+            if setup.retry.is_some() {
+                config = config.with_sse_retry(setup.retry);
+            }
+            if setup.no_keep_alive {
+                config = config.with_sse_keep_alive(None);
+            }
+            let service =
+                $krate::transport::StreamableHttpService::new(factory, Arc::new(manager), config);
+            let addr = SocketAddr::from(([127, 0, 0, 1], 0));
+            serve_at(addr, service, ct.clone(), setup.nodelay).await?
+        }};
+    }
     let served = match side {
-        Side::Upstream => {
-            use upstream::transport::streamable_http_server::session::local::LocalSessionManager;
-            let mut manager = LocalSessionManager::default();
-            if let Some(capacity) = setup.capacity {
-                manager.session_config.channel_capacity = capacity;
-            }
-            let mut config = upstream::transport::StreamableHttpServerConfig::default()
-                .with_cancellation_token(ct.child_token());
-            if setup.retry.is_some() {
-                config = config.with_sse_retry(setup.retry);
-            }
-            if setup.no_keep_alive {
-                config = config.with_sse_keep_alive(None);
-            }
-            let service =
-                upstream::transport::StreamableHttpService::new(factory, Arc::new(manager), config);
-            serve_at(addr, service, ct.clone(), setup.nodelay).await?
-        }
-        Side::Fork => {
-            use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
-            let mut manager = LocalSessionManager::default();
-            if let Some(capacity) = setup.capacity {
-                manager.session_config.channel_capacity = capacity;
-            }
-            let mut config = rmcp::transport::StreamableHttpServerConfig::default()
-                .with_cancellation_token(ct.child_token());
-            if setup.retry.is_some() {
-                config = config.with_sse_retry(setup.retry);
-            }
-            if setup.no_keep_alive {
-                config = config.with_sse_keep_alive(None);
-            }
-            let service =
-                rmcp::transport::StreamableHttpService::new(factory, Arc::new(manager), config);
-            serve_at(addr, service, ct.clone(), setup.nodelay).await?
-        }
+        Side::Upstream => serve_on!(upstream),
+        Side::Fork => serve_on!(rmcp),
     };
     Ok(served.0)
 }
