@@ -62,6 +62,9 @@ async def main() -> None:
     app.router.routes.append(Route("/release", release))
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
+    # Listen before announcing the port: connections made before uvicorn
+    # starts serving wait in the backlog instead of being refused.
+    sock.listen(128)
     print(f"listening {sock.getsockname()[1]}", flush=True)
     config = uvicorn.Config(app, log_level="warning", lifespan="on")
     await uvicorn.Server(config).serve(sockets=[sock])
