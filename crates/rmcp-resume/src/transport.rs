@@ -8,7 +8,10 @@
 pub use upstream::transport::*;
 
 pub mod common;
-pub mod resumption;
+
+/// The resumption decisions, shared by the fork's server and client:
+/// `rmcp_resume_core::resumption`, at the path applications already use.
+pub use rmcp_resume_core::resumption;
 
 #[cfg(feature = "transport-streamable-http-server-session")]
 pub mod streamable_http_server;

@@ -26,7 +26,7 @@ use std::sync::{Arc, Mutex};
 use futures::future::BoxFuture;
 use futures::stream::BoxStream;
 use futures::{Stream, StreamExt};
-use http::{HeaderName, HeaderValue};
+use http::{HeaderName, HeaderValue, StatusCode};
 use sse_stream::Sse;
 
 pub use upstream::transport::streamable_http_client::*;
@@ -37,6 +37,7 @@ use crate::transport::common::client_side_sse::{
     SseRetryPolicy, StreamScope, resuming_sse_frames,
 };
 use crate::transport::common::http_header::HEADER_MCP_PROTOCOL_VERSION;
+use crate::transport::resumption::EventCursor;
 use crate::transport::worker::{
     Worker, WorkerConfig, WorkerContext, WorkerQuitReason, WorkerSendRequest,
 };
@@ -114,7 +115,7 @@ struct GetConnector<C> {
 impl<C: StreamableHttpClient> SseReconnect for GetConnector<C> {
     type Error = StreamableHttpError<C::Error>;
 
-    fn reconnect(
+    fn connect(
         &mut self,
         last_event_id: Option<&str>,
     ) -> BoxFuture<'static, Result<BoxedSseResponse, Self::Error>> {
@@ -146,39 +147,36 @@ impl<C: StreamableHttpClient> SseReconnect for GetConnector<C> {
                 ReconnectDisposition::CursorRejected
             }
             StreamableHttpError::SessionExpired => ReconnectDisposition::SessionLost,
-            other => status_of(other).map_or(ReconnectDisposition::Retry, by_status),
+            other => status_of(other).map_or(
+                ReconnectDisposition::Retry,
+                ReconnectDisposition::for_status,
+            ),
         }
-    }
-}
-
-fn by_status(status: u16) -> ReconnectDisposition {
-    match status {
-        404 | 410 => ReconnectDisposition::SessionLost,
-        401 | 403 | 405 => ReconnectDisposition::Terminate,
-        408 | 425 | 429 => ReconnectDisposition::Retry,
-        400..=499 => ReconnectDisposition::CursorRejected,
-        _ => ReconnectDisposition::Retry,
     }
 }
 
 /// The HTTP status behind an error of the built-in clients, where one is known.
 fn status_of<E: std::error::Error + Send + Sync + 'static>(
     error: &StreamableHttpError<E>,
-) -> Option<u16> {
+) -> Option<StatusCode> {
     match error {
-        StreamableHttpError::HttpStatus(status) => Some(status.status),
-        // The unix-socket client reports "get_stream returned 404 Not Found".
-        StreamableHttpError::UnexpectedServerResponse(text) => text
-            .split_once("returned ")
-            .and_then(|(_, rest)| rest.get(..3))
-            .and_then(|code| code.parse().ok()),
+        StreamableHttpError::HttpStatus(status) => StatusCode::from_u16(status.status).ok(),
+        StreamableHttpError::UnexpectedServerResponse(text) => unix_socket_status(text),
         #[cfg(feature = "__reqwest")]
         StreamableHttpError::Client(inner) => (inner as &(dyn std::error::Error + 'static))
             .downcast_ref::<reqwest::Error>()
-            .and_then(reqwest::Error::status)
-            .map(|s| s.as_u16()),
+            .and_then(reqwest::Error::status),
         _ => None,
     }
+}
+
+/// The status in upstream's unix-socket client's error, which carries it
+/// only as text (`"get_stream returned 404 Not Found"`). This is the one
+/// place the fork reads a status out of text; it goes once upstream's
+/// client reports `HttpStatus` like the reqwest client does.
+fn unix_socket_status(text: &str) -> Option<StatusCode> {
+    let (_, rest) = text.split_once("returned ")?;
+    StatusCode::from_bytes(rest.get(..3)?.as_bytes()).ok()
 }
 
 /// The frame that fails `request` with `reason`: the request ends with a
@@ -399,10 +397,11 @@ impl<C: StreamableHttpClient> StreamableHttpClient for ResumeGuard<C> {
             let first = opening.await?;
             // Upstream reconnects request streams through here too; their
             // ids (`N/M`) say so.
-            let scope = match cursor.as_deref() {
-                Some(id) if id.contains('/') => StreamScope::Request,
-                _ => StreamScope::Standalone,
-            };
+            let scope = cursor
+                .as_deref()
+                .and_then(|id| EventCursor::parse(id).ok())
+                .and_then(|id| id.as_rmcp())
+                .map_or(StreamScope::Standalone, |id| id.stream_id().scope());
             let connector = this.connector(endpoint, sid.clone(), bearer, headers, event_limit);
             let frames = resuming_sse_frames(
                 Some(first),

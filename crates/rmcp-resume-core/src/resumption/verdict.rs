@@ -2,6 +2,8 @@
 
 use std::fmt;
 
+use http::StatusCode;
+
 use super::cursor::{EventCursor, LostRange, RmcpEventId};
 
 /// What to do when nothing on the reconnect proves continuity yet: the cursor
@@ -47,7 +49,7 @@ pub enum Acknowledgement {
 #[non_exhaustive]
 pub struct ReconnectOutcome {
     /// HTTP status of the GET.
-    pub status: u16,
+    pub status: StatusCode,
     /// The lowest event the server can still replay on the cursor's stream, as
     /// it declared it (header or in-band notice).
     pub floor: Option<EventCursor>,
@@ -64,7 +66,7 @@ pub struct ReconnectOutcome {
 impl ReconnectOutcome {
     /// A response with `status` about which nothing else is known yet: open,
     /// durable, no floor, no acknowledgement, no event.
-    pub fn new(status: u16) -> Self {
+    pub fn new(status: StatusCode) -> Self {
         Self {
             status,
             floor: None,
@@ -181,12 +183,12 @@ pub enum ResumptionError {
         cursor: EventCursor,
     },
     /// The server answered with a status other than 200, 404 or 410.
-    #[error("reconnect for cursor {cursor} was answered with HTTP {status}")]
+    #[error("reconnect for cursor {cursor} was answered with HTTP {}", status.as_u16())]
     Status {
         /// The client's cursor.
         cursor: EventCursor,
         /// The HTTP status.
-        status: u16,
+        status: StatusCode,
     },
 }
 
@@ -223,12 +225,12 @@ impl ResumptionError {
 
 /// The session is gone: the server answered 404 or 410.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("session lost: HTTP {status} on resume of cursor {cursor}; re-initialize")]
+#[error("session lost: HTTP {} on resume of cursor {cursor}; re-initialize", status.as_u16())]
 pub struct SessionLost {
     /// The client's cursor.
     pub cursor: EventCursor,
     /// 404 or 410.
-    pub status: u16,
+    pub status: StatusCode,
 }
 
 /// What a reconnect means. Exactly one holds; see the module docs for what a
@@ -318,8 +320,8 @@ pub fn decide(cursor: &EventCursor, outcome: &ReconnectOutcome, policy: Unproven
     let cursor_owned = || cursor.clone();
 
     match outcome.status {
-        200 => {}
-        404 | 410 => {
+        StatusCode::OK => {}
+        StatusCode::NOT_FOUND | StatusCode::GONE => {
             return Verdict::SessionLost(SessionLost {
                 cursor: cursor_owned(),
                 status: outcome.status,

@@ -1,13 +1,17 @@
-//! The replay-floor decision: when a reconnect proves a resume, when silence
-//! is only a delay, when resumption has failed and when the session is lost.
+//! Resumption decisions for both sides, with no I/O and no async.
+//!
+//! - The **server** decides what a `GET` with `Last-Event-ID` gets with
+//!   [`plan()`]; its decision table is in [its module](mod@plan).
+//! - The **client** decides what a reconnect proved with [`decide`] (and,
+//!   event by event, [`ResumeVerifier`] and [`ContinuityChecker`]); its
+//!   decision table is below.
 //!
 //! A 200 OK on a reconnect proves nothing. Continuity is proven only by the
 //! server's acknowledgement of the cursor, by a declared replay floor at or
 //! below the cursor's successor, or (for rmcp's own ids) by the first event
-//! being that successor. This module decides exactly that, with no I/O and no
-//! async, so that the fork's server and client, and applications, agree on it.
+//! being that successor.
 //!
-//! # Decision table
+//! # The client's decision table
 //!
 //! Checked in this order; the first that matches decides.
 //!
@@ -35,13 +39,14 @@
 //! # Example
 //!
 //! ```
-//! use rmcp::transport::resumption::{
+//! use http::StatusCode;
+//! use rmcp_resume_core::resumption::{
 //!     EventAction, EventCursor, ResumeVerifier, ResumptionError, UnprovenPolicy, Verdict,
 //! };
 //!
 //! // The client last saw event 41 of request stream 7 and reconnects.
 //! let cursor: EventCursor = "41/7".parse()?;
-//! let mut resume = ResumeVerifier::new(cursor.clone(), 200, UnprovenPolicy::Strict);
+//! let mut resume = ResumeVerifier::new(cursor.clone(), StatusCode::OK, UnprovenPolicy::Strict);
 //!
 //! // An upstream server re-sends the cursor event first: dropped, not a gap.
 //! assert_eq!(resume.on_event(Some(&cursor)), EventAction::SkipDuplicate);
@@ -63,6 +68,8 @@ mod continuity;
 mod cursor;
 mod idle;
 mod notice;
+pub mod plan;
+mod scope;
 mod verdict;
 
 #[cfg(test)]
@@ -74,6 +81,8 @@ pub use cursor::{
 };
 pub use idle::{IdleTimeout, IdleTimeoutError};
 pub use notice::{NoticeError, REPLAY_FLOOR_HEADER, REPLAY_NOTICE_EVENT, ReplayNotice};
+pub use plan::{LogView, ResumeAnswer, StreamLookup, plan};
+pub use scope::{StreamId, StreamScope};
 pub use verdict::{
     Acknowledgement, Proof, ReconnectOutcome, ResumptionError, SessionContinuity, SessionLost,
     UnprovenPolicy, Verdict, decide,

@@ -126,7 +126,7 @@ pub struct ResumeVerifier {
 
 impl ResumeVerifier {
     /// Starts verifying a reconnect from `cursor` answered with `status`.
-    pub fn new(cursor: EventCursor, status: u16, policy: UnprovenPolicy) -> Self {
+    pub fn new(cursor: EventCursor, status: http::StatusCode, policy: UnprovenPolicy) -> Self {
         Self {
             cursor,
             policy,

@@ -11,8 +11,7 @@ use sse_stream::Sse;
 use tokio::time::Instant;
 
 use super::*;
-use crate::model::ServerJsonRpcMessage;
-use crate::transport::resumption::{ContinuityError, ResumptionError};
+use crate::resumption::{ContinuityError, ResumptionError, StreamScope};
 
 #[derive(Debug, thiserror::Error)]
 #[error("HTTP {0}")]
@@ -71,13 +70,13 @@ impl Script {
     }
 }
 
-impl SseReconnect for Script {
+impl Connector for Script {
     type Error = Status;
 
-    fn reconnect(
+    fn connect(
         &mut self,
         last_event_id: Option<&str>,
-    ) -> BoxFuture<'static, Result<BoxedSseResponse, Status>> {
+    ) -> BoxFuture<'static, Result<SseFrames, Status>> {
         if let Ok(mut log) = self.log.0.lock() {
             log.push((self.start.elapsed(), last_event_id.map(str::to_owned)));
         }
@@ -173,25 +172,70 @@ fn notice(cursor: &str, floor: Option<&str>, complete: bool) -> Sse {
     }
 }
 
-fn fixed(max_times: Option<usize>, ms: u64) -> Arc<dyn SseRetryPolicy> {
-    let mut policy = FixedInterval::default();
-    policy.max_times = max_times;
-    policy.duration = Duration::from_millis(ms);
-    Arc::new(policy)
+/// A delay that doubles from `base` (`growth` 2) or stays fixed (`growth`
+/// 1), for at most `max_times` consecutive failures.
+#[derive(Debug)]
+struct Policy {
+    max_times: Option<usize>,
+    base: Duration,
+    growth: u32,
 }
 
-fn backoff(max_times: Option<usize>, base_ms: u64) -> Arc<dyn SseRetryPolicy> {
-    let mut policy = ExponentialBackoff::default();
-    policy.max_times = max_times;
-    policy.base_duration = Duration::from_millis(base_ms);
-    Arc::new(policy)
+impl RetryPolicy for Policy {
+    fn retry(&self, failures: usize) -> Option<Duration> {
+        if self.max_times.is_some_and(|max| failures >= max) {
+            return None;
+        }
+        let exponent = u32::try_from(failures).unwrap_or(u32::MAX);
+        Some(
+            self.base
+                .saturating_mul(self.growth.saturating_pow(exponent)),
+        )
+    }
 }
 
-type Outcome = (Vec<ServerJsonRpcMessage>, Option<ResumeStreamError<Status>>);
+fn fixed(max_times: Option<usize>, ms: u64) -> Arc<dyn RetryPolicy> {
+    let base = Duration::from_millis(ms);
+    Arc::new(Policy {
+        max_times,
+        base,
+        growth: 1,
+    })
+}
+
+fn backoff(max_times: Option<usize>, base_ms: u64) -> Arc<dyn RetryPolicy> {
+    let base = Duration::from_millis(base_ms);
+    Arc::new(Policy {
+        max_times,
+        base,
+        growth: 2,
+    })
+}
+
+/// The resuming stream's message frames: those with data, as the JSON-RPC
+/// layer above it sees them.
+fn resuming_sse_stream(
+    first: Option<SseFrames>,
+    cursor: Option<String>,
+    connector: Script,
+    scope: StreamScope,
+    policy: Arc<dyn RetryPolicy>,
+    config: ResumeConfig,
+) -> impl futures::Stream<Item = Result<Sse, ResumeStreamError<Status>>> {
+    resuming_frames(first, cursor, connector, scope, policy, config).filter(|frame| {
+        let keep = match frame {
+            Ok(sse) => sse.data.as_deref().is_some_and(|d| !d.is_empty()),
+            Err(_) => true,
+        };
+        std::future::ready(keep)
+    })
+}
+
+type Outcome = (Vec<Sse>, Option<ResumeStreamError<Status>>);
 
 /// Drives the stream to its end (bounded, so a looping stream fails the test).
 async fn drain(
-    stream: impl futures::Stream<Item = Result<ServerJsonRpcMessage, ResumeStreamError<Status>>>,
+    stream: impl futures::Stream<Item = Result<Sse, ResumeStreamError<Status>>>,
 ) -> Outcome {
     let mut stream = std::pin::pin!(stream);
     let mut messages = Vec::new();

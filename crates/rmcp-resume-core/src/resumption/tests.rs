@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use http::StatusCode;
 use proptest::prelude::*;
 
 use super::*;
@@ -14,7 +15,7 @@ fn c(s: &str) -> EventCursor {
 }
 
 fn ok(status: u16) -> ReconnectOutcome {
-    ReconnectOutcome::new(status)
+    ReconnectOutcome::new(StatusCode::from_u16(status).unwrap_or(StatusCode::IM_A_TEAPOT))
 }
 
 struct Case {
@@ -471,7 +472,7 @@ fn opaque_ids_follow_acknowledgement_then_policy() {
 fn resent_cursor_is_skipped_as_duplicate_not_a_gap() {
     // Upstream rmcp 3.11.0 replays the cursor event itself first.
     let cursor = c("10/2");
-    let mut resume = ResumeVerifier::new(cursor.clone(), 200, UnprovenPolicy::Strict);
+    let mut resume = ResumeVerifier::new(cursor.clone(), StatusCode::OK, UnprovenPolicy::Strict);
     assert_eq!(resume.on_event(Some(&cursor)), EventAction::SkipDuplicate);
     assert!(matches!(
         resume.verdict(),
@@ -482,7 +483,7 @@ fn resent_cursor_is_skipped_as_duplicate_not_a_gap() {
     assert_eq!(resume.duplicates(), 1);
 
     // A dropped duplicate followed by the end of the stream is still empty.
-    let mut resume = ResumeVerifier::new(cursor.clone(), 200, UnprovenPolicy::Lenient);
+    let mut resume = ResumeVerifier::new(cursor.clone(), StatusCode::OK, UnprovenPolicy::Lenient);
     assert_eq!(resume.on_event(Some(&cursor)), EventAction::SkipDuplicate);
     resume.on_close();
     assert!(matches!(
@@ -495,7 +496,11 @@ fn resent_cursor_is_skipped_as_duplicate_not_a_gap() {
 fn verifier_applies_notice_floor_and_events_in_order() {
     let notice = ReplayNotice::from_json(r#"{"cursor":"3","floor":"2","complete":true}"#)
         .unwrap_or_else(|e| panic!("{e}"));
-    let mut resume = ResumeVerifier::new(notice.cursor.clone(), 200, UnprovenPolicy::Strict);
+    let mut resume = ResumeVerifier::new(
+        notice.cursor.clone(),
+        StatusCode::OK,
+        UnprovenPolicy::Strict,
+    );
     if let Some(floor) = notice.floor.clone() {
         resume.declare_floor(floor);
     }
@@ -663,7 +668,7 @@ proptest! {
         stream in proptest::option::of(0u64..4),
     ) {
         let at = |index| EventCursor::from(RmcpEventId { index, stream });
-        let mut resume = ResumeVerifier::new(at(cursor), 200, UnprovenPolicy::Strict);
+        let mut resume = ResumeVerifier::new(at(cursor), StatusCode::OK, UnprovenPolicy::Strict);
         if declare_floor {
             resume.declare_floor(at(floor));
         }

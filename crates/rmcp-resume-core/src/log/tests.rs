@@ -1,0 +1,147 @@
+use super::*;
+use crate::resumption::{ResumeAnswer, StreamLookup, plan};
+
+fn filled(capacity: usize, events: u64) -> Arc<StreamLog<()>> {
+    let log = StreamLog::new(StreamId::Standalone, 1, capacity, 2);
+    for _ in 0..events {
+        log.append((), None);
+    }
+    log
+}
+
+fn answer(log: &StreamLog<()>, index: u64) -> ResumeAnswer {
+    plan(StreamLookup::Found(log.view()), log.event_id(index))
+}
+
+#[test]
+fn floor_and_plan_follow_eviction() {
+    let log = filled(4, 10);
+    let view = log.view();
+    assert_eq!((view.floor, view.head), (7, 11));
+    assert_eq!(
+        answer(&log, 6),
+        ResumeAnswer::Replay { from: 7, floor: 7 },
+        "6's successor 7 is retained"
+    );
+    assert_eq!(
+        answer(&log, 5),
+        ResumeAnswer::Fallback { from: 7, floor: 7 }
+    );
+    assert_eq!(
+        answer(&log, 10),
+        ResumeAnswer::Replay { from: 11, floor: 7 },
+        "nothing after the head yet"
+    );
+    assert_eq!(
+        answer(&log, 11),
+        ResumeAnswer::Fallback { from: 11, floor: 7 }
+    );
+}
+
+#[test]
+fn empty_log_floor_is_the_next_index() {
+    let log = filled(4, 0);
+    assert_eq!(log.view().floor, 1);
+    assert_eq!(answer(&log, 0), ResumeAnswer::Replay { from: 1, floor: 1 });
+    assert_eq!(
+        answer(&log, 1),
+        ResumeAnswer::Fallback { from: 1, floor: 1 }
+    );
+}
+
+#[test]
+fn ids_carry_the_stream() {
+    let log = StreamLog::new(StreamId::Request(7), 0, 4, 0);
+    log.append((), None);
+    assert_eq!(log.event_id(0).to_string(), "0/7");
+    assert_eq!(log.event_id(3).to_string(), "3/7");
+    assert!(
+        matches!(log.step(99), Step::Done),
+        "an unknown reader is done"
+    );
+}
+
+#[test]
+fn newest_shadow_is_promoted_from_the_old_primary_position() {
+    let log = filled(8, 3);
+    log.attach_primary(1, 1);
+    log.attach_shadow(2);
+    log.attach_shadow(3);
+    assert!(matches!(log.step(1), Step::Send(1, _)));
+    log.delivered(1, 1);
+    assert!(matches!(log.step(3), Step::Wait), "shadows get nothing");
+    assert!(log.detach(1));
+    assert!(
+        matches!(log.step(3), Step::Send(2, _)),
+        "resumes after what was delivered"
+    );
+    assert!(matches!(log.step(2), Step::Wait), "only one primary");
+}
+
+#[test]
+fn shadow_limit_drops_the_oldest() {
+    let log = filled(8, 0);
+    log.attach_primary(1, 1);
+    for id in 2..=5 {
+        log.attach_shadow(id);
+    }
+    let state = log.lock();
+    assert_eq!(state.shadow_count(), 2);
+    let ids: Vec<_> = state.readers.iter().map(|r| r.id).collect();
+    assert_eq!(ids, [1, 4, 5]);
+}
+
+#[test]
+fn a_reader_behind_the_floor_is_ended_not_skipped() {
+    let log = filled(2, 1);
+    log.attach_primary(1, 1);
+    for _ in 0..5 {
+        log.append((), None);
+    }
+    assert!(matches!(log.step(1), Step::Done));
+}
+
+#[test]
+fn request_stream_has_one_reader_and_finishes() {
+    let log = StreamLog::new(StreamId::Request(0), 0, 8, 0);
+    log.append((), None);
+    log.attach_primary(1, 0);
+    log.attach_primary(2, 0);
+    assert!(matches!(log.step(1), Step::Done), "the older resume ends");
+    log.finish();
+    assert!(matches!(log.step(2), Step::Send(0, _)));
+    log.delivered(2, 0);
+    assert!(matches!(log.step(2), Step::Done));
+}
+
+#[test]
+fn store_assigned_ids_are_kept() {
+    let log = StreamLog::new(StreamId::Request(0), 0, 8, 0);
+    log.append((), Some("store-17".to_owned()));
+    log.attach_primary(1, 0);
+    match log.step(1) {
+        Step::Send(0, logged) => assert_eq!(&*logged.id, "store-17"),
+        _ => panic!("the event is ready"),
+    }
+}
+
+#[tokio::test]
+async fn a_reader_streams_what_is_appended_and_ends_when_finished() {
+    use futures::StreamExt;
+    let bell = Bell::default();
+    let log = StreamLog::new(StreamId::Request(4), 0, 8, 0);
+    log.attach_primary(1, 0);
+    let mut reader = LogReader::new(log.clone(), 1, bell.clone());
+    log.append("a", None);
+    bell.ring();
+    let first = reader.next().await.map(|l| (l.id.to_string(), l.event));
+    assert_eq!(first, Some(("0/4".to_owned(), "a")));
+    log.append("b", None);
+    log.finish();
+    bell.ring();
+    let second = reader.next().await.map(|l| l.event);
+    assert_eq!(second, Some("b"));
+    assert!(reader.next().await.is_none());
+    drop(reader);
+    assert!(!log.has_primary(), "dropping the reader detaches it");
+}

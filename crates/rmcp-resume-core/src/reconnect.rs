@@ -1,0 +1,58 @@
+//! The client's reconnecting SSE stream, whose reconnects are judged, not
+//! trusted.
+//!
+//! A reconnect that returns 200 proves nothing. This stream:
+//!
+//! - counts a reconnect that closes before any new event as a failed attempt
+//!   (the retry policy's backoff and limit apply), and resets the count only
+//!   on progress: a new event id, or a message;
+//! - decides every reconnect with [`crate::resumption`]: re-sent copies of the
+//!   cursor event are dropped, a gap or an unhonoured cursor is reported, an
+//!   acknowledged empty poll is a delay, not a failure;
+//! - on a request stream, ends with an error naming the cursor instead of
+//!   retrying a resume that cannot succeed;
+//! - on the standalone stream, drops the cursor after repeated failures and
+//!   starts afresh, telling the application through a [`Discontinuity`].
+//!
+//! It is generic over a [`Connector`] (what issues the `GET`) and a
+//! [`RetryPolicy`], so any HTTP client and any SDK can drive it.
+
+mod config;
+mod connector;
+mod error;
+mod machine;
+#[cfg(test)]
+mod tests;
+
+use std::sync::Arc;
+
+use futures::Stream;
+use sse_stream::Sse;
+
+pub use config::{Discontinuity, DiscontinuityObserver, ResumeConfig};
+pub use connector::{Connector, ReconnectDisposition, RetryPolicy, SseFrames};
+pub use error::{Attempt, ResumeStreamError};
+
+use crate::resumption::StreamScope;
+
+/// The resuming stream of SSE frames, already judged: the replay notice and
+/// re-sent events are removed, and ids are checked.
+///
+/// `first` is the stream already open (a POST response or the first GET),
+/// `cursor` the `Last-Event-ID` it starts from. Message frames and priming
+/// frames (an id or a `retry` without data) pass through; other event types
+/// are dropped.
+pub fn resuming_frames<C: Connector>(
+    first: Option<SseFrames>,
+    cursor: Option<String>,
+    connector: C,
+    scope: StreamScope,
+    policy: Arc<dyn RetryPolicy>,
+    config: ResumeConfig,
+) -> impl Stream<Item = Result<Sse, ResumeStreamError<C::Error>>> + Send + 'static {
+    let machine = machine::Machine::new(first, cursor, connector, scope, policy, config);
+    futures::stream::unfold(machine, |mut machine| async move {
+        let item = machine.next().await?;
+        Some((item, machine))
+    })
+}

@@ -1,0 +1,111 @@
+//! The client's resumption knobs, and what it tells the application.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::resumption::{IdleTimeout, LostRange, UnprovenPolicy};
+
+/// A break in the standalone stream the application should know about.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Discontinuity {
+    /// The cursor that could not be resumed.
+    pub cursor: Option<String>,
+    /// Why.
+    pub reason: String,
+    /// The events known to be lost, where the id scheme names them.
+    pub lost: Option<LostRange>,
+}
+
+impl fmt::Display for Discontinuity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let cursor = self.cursor.as_deref().unwrap_or("-");
+        write!(
+            f,
+            "standalone stream restarted after cursor {cursor}: {}",
+            self.reason
+        )?;
+        if let Some(lost) = &self.lost {
+            write!(f, " (lost {lost})")?;
+        }
+        Ok(())
+    }
+}
+
+/// Called once per [`Discontinuity`].
+pub type DiscontinuityObserver = Arc<dyn Fn(&Discontinuity) + Send + Sync>;
+
+/// The client's resumption knobs.
+#[derive(Clone)]
+#[non_exhaustive]
+pub struct ResumeConfig {
+    /// What to do when a reconnect cannot be checked (opaque ids, no
+    /// acknowledgement). Default: [`UnprovenPolicy::Lenient`], since most
+    /// peers cannot prove continuity; the strict choice fails such resumes.
+    pub unproven: UnprovenPolicy,
+    /// Consecutive failed resumes with one cursor before a request stream
+    /// fails, or the standalone stream drops its cursor. Default 3.
+    pub max_failed_resumes: usize,
+    /// Treat a stream with no event for this long as stalled and resume it.
+    /// `None` (the default) never does; see [`IdleTimeout`] for the minimum.
+    pub idle_timeout: Option<Duration>,
+    /// Told about every standalone-stream discontinuity.
+    pub on_discontinuity: Option<DiscontinuityObserver>,
+}
+
+impl Default for ResumeConfig {
+    fn default() -> Self {
+        Self {
+            unproven: UnprovenPolicy::Lenient,
+            max_failed_resumes: 3,
+            idle_timeout: None,
+            on_discontinuity: None,
+        }
+    }
+}
+
+impl ResumeConfig {
+    /// Sets [`unproven`](Self::unproven).
+    pub fn with_unproven(self, unproven: UnprovenPolicy) -> Self {
+        Self { unproven, ..self }
+    }
+
+    /// Sets [`max_failed_resumes`](Self::max_failed_resumes).
+    pub fn with_max_failed_resumes(self, max_failed_resumes: usize) -> Self {
+        Self {
+            max_failed_resumes,
+            ..self
+        }
+    }
+
+    /// Sets the idle timeout, validated against the server's keep-alive.
+    pub fn with_idle_timeout(self, idle: IdleTimeout) -> Self {
+        Self {
+            idle_timeout: Some(idle.get()),
+            ..self
+        }
+    }
+
+    /// Calls `observer` on every standalone-stream discontinuity.
+    pub fn on_discontinuity(
+        self,
+        observer: impl Fn(&Discontinuity) + Send + Sync + 'static,
+    ) -> Self {
+        Self {
+            on_discontinuity: Some(Arc::new(observer)),
+            ..self
+        }
+    }
+}
+
+impl fmt::Debug for ResumeConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ResumeConfig")
+            .field("unproven", &self.unproven)
+            .field("max_failed_resumes", &self.max_failed_resumes)
+            .field("idle_timeout", &self.idle_timeout)
+            .field("on_discontinuity", &self.on_discontinuity.is_some())
+            .finish()
+    }
+}

@@ -1,0 +1,77 @@
+//! What the reconnect machine needs from the outside: a way to issue the
+//! `GET`, and a retry policy.
+
+use std::fmt::Debug;
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use futures::stream::BoxStream;
+use http::StatusCode;
+use sse_stream::Sse;
+
+/// An open SSE response, as parsed frames.
+pub type SseFrames = BoxStream<'static, Result<Sse, sse_stream::Error>>;
+
+/// What a failed reconnect means for the stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ReconnectDisposition {
+    /// Transient: try again after the policy's delay.
+    Retry,
+    /// The server refused the cursor (for example `400`): resuming with it
+    /// again cannot succeed.
+    CursorRejected,
+    /// The session is gone (`404`): the caller must re-initialize.
+    SessionLost,
+    /// Nothing will help (authentication, `405`, …): stop.
+    Terminate,
+}
+
+impl ReconnectDisposition {
+    /// What an HTTP status on a reconnect means.
+    ///
+    /// | Status | Disposition |
+    /// |---|---|
+    /// | `404`, `410` | `SessionLost` |
+    /// | `401`, `403`, `405` | `Terminate` |
+    /// | `408`, `425`, `429` | `Retry` |
+    /// | any other `4xx` (`400` for a refused cursor, …) | `CursorRejected` |
+    /// | anything else (`5xx`, …) | `Retry` |
+    pub fn for_status(status: StatusCode) -> Self {
+        match status {
+            StatusCode::NOT_FOUND | StatusCode::GONE => Self::SessionLost,
+            StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN | StatusCode::METHOD_NOT_ALLOWED => {
+                Self::Terminate
+            }
+            StatusCode::REQUEST_TIMEOUT | StatusCode::TOO_EARLY | StatusCode::TOO_MANY_REQUESTS => {
+                Self::Retry
+            }
+            status if status.is_client_error() => Self::CursorRejected,
+            _ => Self::Retry,
+        }
+    }
+}
+
+/// Opens the SSE stream again, resuming from a cursor when given one.
+pub trait Connector: Send + 'static {
+    /// Why a reconnect failed.
+    type Error: std::error::Error + Send + Sync + 'static;
+
+    /// Issues the `GET`, with `Last-Event-ID: cursor` when present.
+    fn connect(
+        &mut self,
+        cursor: Option<&str>,
+    ) -> BoxFuture<'static, Result<SseFrames, Self::Error>>;
+
+    /// Classifies a failed reconnect.
+    fn classify(&self, _error: &Self::Error) -> ReconnectDisposition {
+        ReconnectDisposition::Retry
+    }
+}
+
+/// How long to wait before the next attempt, given the failures so far;
+/// `None` gives up.
+pub trait RetryPolicy: Debug + Send + Sync {
+    /// The delay before attempt `failures + 1`.
+    fn retry(&self, failures: usize) -> Option<Duration>;
+}

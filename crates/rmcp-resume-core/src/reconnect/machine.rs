@@ -1,0 +1,523 @@
+//! The reconnect state machine.
+//!
+//! ```text
+//!              connect ok, cursor            first new event proves it
+//!   Backoff ───────────────────▶ Verifying ───────────────────────────▶ Following
+//!     ▲   │ connect ok, no cursor                                        │   │
+//!     │   └──────────────────────────────────────────────────────────────┘   │
+//!     │ break, close, refusal (policy allows another attempt)                │ request
+//!     └───────────────────────────── Verifying / Following                   │ stream's
+//!                                                                            ▼ response
+//!   Done ◀── policy gives up, session lost, fatal error ◀──────────────── Draining
+//! ```
+//!
+//! Counters that span connections (failures, the cursor, the server's
+//! `retry`) live beside the state; everything that belongs to one connection
+//! lives in it.
+
+use std::mem;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use http::StatusCode;
+use sse_stream::Sse;
+
+use super::{
+    Attempt, Connector, Discontinuity, ReconnectDisposition, ResumeConfig, ResumeStreamError,
+    RetryPolicy, SseFrames,
+};
+use crate::resumption::{
+    Continuity, ContinuityChecker, ContinuityError, EventAction, EventCursor, Proof,
+    REPLAY_NOTICE_EVENT, ReplayNotice, ResumeVerifier, ResumptionError, StreamScope, Verdict,
+};
+
+/// Where the stream is.
+enum State {
+    /// Disconnected: connect after this delay.
+    Backoff(Duration),
+    /// Connected with a cursor: judging the reconnect until its verdict is in.
+    Verifying {
+        frames: SseFrames,
+        verifier: ResumeVerifier,
+    },
+    /// Connected and proven (or fresh): each id is checked against the last.
+    Following {
+        frames: SseFrames,
+        checker: Option<ContinuityChecker>,
+    },
+    /// A request stream delivered its response: read it to its end (so the
+    /// connection closes cleanly), never resume it.
+    Draining {
+        frames: SseFrames,
+        checker: Option<ContinuityChecker>,
+    },
+    /// Ended.
+    Done,
+}
+
+/// What one read from the open stream gave.
+enum Read {
+    Frame(Sse),
+    Broke(sse_stream::Error),
+    Closed,
+    Idle,
+}
+
+/// What to do with one frame.
+enum Frame<E: std::error::Error + 'static> {
+    Pass(Box<Sse>),
+    Skip,
+    Fail(ResumeStreamError<E>),
+}
+
+type Item<E> = Result<Sse, ResumeStreamError<E>>;
+
+pub(super) struct Machine<C: Connector> {
+    connector: C,
+    scope: StreamScope,
+    policy: Arc<dyn RetryPolicy>,
+    config: ResumeConfig,
+    state: State,
+    /// The `Last-Event-ID` of the next reconnect.
+    cursor: Option<String>,
+    /// The server's last `retry` field.
+    server_retry: Option<Duration>,
+    /// Consecutive attempts without progress.
+    failures: usize,
+    /// Consecutive failed resumes with the current cursor.
+    failures_with_cursor: usize,
+}
+
+/// Probes a frame for a JSON-RPC response without building the message.
+#[derive(serde::Deserialize)]
+struct ResponseProbe {
+    #[serde(default)]
+    id: Option<serde::de::IgnoredAny>,
+    #[serde(default)]
+    method: Option<serde::de::IgnoredAny>,
+}
+
+/// Whether `sse` carries a JSON-RPC response (or error): an id, no method.
+fn is_response(sse: &Sse) -> bool {
+    sse.data
+        .as_deref()
+        .filter(|d| !d.is_empty())
+        .and_then(|d| serde_json::from_str::<ResponseProbe>(d).ok())
+        .is_some_and(|p| p.id.is_some() && p.method.is_none())
+}
+
+async fn read(frames: &mut SseFrames, idle: Option<Duration>) -> Read {
+    let next = match idle {
+        Some(idle) => match tokio::time::timeout(idle, frames.next()).await {
+            Ok(next) => next,
+            Err(_) => return Read::Idle,
+        },
+        None => frames.next().await,
+    };
+    match next {
+        Some(Ok(sse)) => Read::Frame(sse),
+        Some(Err(error)) => Read::Broke(error),
+        None => Read::Closed,
+    }
+}
+
+impl<C: Connector> Machine<C> {
+    pub(super) fn new(
+        first: Option<SseFrames>,
+        cursor: Option<String>,
+        connector: C,
+        scope: StreamScope,
+        policy: Arc<dyn RetryPolicy>,
+        config: ResumeConfig,
+    ) -> Self {
+        let state = match first {
+            Some(frames) => State::Following {
+                frames,
+                checker: None,
+            },
+            None => State::Backoff(Duration::ZERO),
+        };
+        Self {
+            connector,
+            scope,
+            policy,
+            config,
+            state,
+            cursor,
+            server_retry: None,
+            failures: 0,
+            failures_with_cursor: 0,
+        }
+    }
+
+    pub(super) async fn next(&mut self) -> Option<Item<C::Error>> {
+        loop {
+            let idle = self.config.idle_timeout;
+            let read = match &mut self.state {
+                State::Done => return None,
+                State::Backoff(delay) => {
+                    let delay = *delay;
+                    if let Some(end) = self.connect(delay).await {
+                        return Some(Err(end));
+                    }
+                    continue;
+                }
+                State::Verifying { frames, .. }
+                | State::Following { frames, .. }
+                | State::Draining { frames, .. } => read(frames, idle).await,
+            };
+            if matches!(self.state, State::Draining { .. }) && !matches!(read, Read::Frame(_)) {
+                // Answered: its end is the end, however it comes.
+                self.state = State::Done;
+                return None;
+            }
+            match read {
+                Read::Frame(sse) => match self.on_frame(sse) {
+                    Frame::Pass(sse) => {
+                        if self.scope == StreamScope::Request && is_response(&sse) {
+                            self.drain();
+                        }
+                        return Some(Ok(*sse));
+                    }
+                    Frame::Skip => {}
+                    Frame::Fail(error) => {
+                        if let Some(end) = self.resume_failed(error) {
+                            return Some(Err(end));
+                        }
+                    }
+                },
+                Read::Idle => {
+                    tracing::debug!(cursor = ?self.cursor, ?idle, "SSE stream idle; resuming it");
+                    self.state = State::Backoff(Duration::ZERO);
+                }
+                Read::Broke(error) => {
+                    tracing::debug!(%error, cursor = ?self.cursor, "SSE stream broke");
+                    if let Some(end) = self.attempt_failed(Attempt::Transport(error)) {
+                        return Some(Err(end));
+                    }
+                }
+                Read::Closed => {
+                    if let Some(end) = self.on_close() {
+                        return Some(Err(end));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Waits, then reconnects. `Some` ends the stream.
+    async fn connect(&mut self, delay: Duration) -> Option<ResumeStreamError<C::Error>> {
+        if !delay.is_zero() {
+            tokio::time::sleep(delay).await;
+        }
+        let cursor = self.cursor.clone();
+        let error = match self.connector.connect(cursor.as_deref()).await {
+            Ok(frames) => {
+                let verifier = cursor
+                    .as_deref()
+                    .and_then(|c| EventCursor::parse(c).ok())
+                    .map(|c| ResumeVerifier::new(c, StatusCode::OK, self.config.unproven));
+                self.state = match verifier {
+                    Some(verifier) => State::Verifying { frames, verifier },
+                    None => State::Following {
+                        frames,
+                        checker: None,
+                    },
+                };
+                return None;
+            }
+            Err(error) => error,
+        };
+        match (self.connector.classify(&error), cursor) {
+            (ReconnectDisposition::CursorRejected, Some(cursor)) => {
+                self.resume_failed(ResumeStreamError::CursorRejected {
+                    cursor,
+                    source: error,
+                })
+            }
+            // Nothing to reject without a cursor: treat it as transient.
+            (ReconnectDisposition::Retry | ReconnectDisposition::CursorRejected, _) => {
+                self.attempt_failed(Attempt::Connect(error))
+            }
+            (ReconnectDisposition::SessionLost, _) => {
+                self.state = State::Done;
+                Some(ResumeStreamError::SessionLost(error))
+            }
+            (ReconnectDisposition::Terminate, _) => {
+                self.state = State::Done;
+                Some(ResumeStreamError::Fatal(error))
+            }
+        }
+    }
+
+    /// The open stream carried the request's response.
+    fn drain(&mut self) {
+        self.state = match mem::replace(&mut self.state, State::Done) {
+            State::Verifying { frames, verifier } => State::Draining {
+                frames,
+                checker: Some(verifier.into_checker()),
+            },
+            State::Following { frames, checker } | State::Draining { frames, checker } => {
+                State::Draining { frames, checker }
+            }
+            other => other,
+        };
+    }
+
+    /// The reconnect is settled: follow the stream with `checker`.
+    fn follow(&mut self, checker: Option<ContinuityChecker>) {
+        self.state = match mem::replace(&mut self.state, State::Done) {
+            State::Verifying { frames, .. } | State::Following { frames, .. } => {
+                State::Following { frames, checker }
+            }
+            State::Draining { frames, .. } => State::Draining { frames, checker },
+            other => other,
+        };
+    }
+
+    fn on_frame(&mut self, sse: Sse) -> Frame<C::Error> {
+        if let Some(retry) = sse.retry {
+            self.server_retry = Some(Duration::from_millis(retry));
+        }
+        if sse.event.as_deref() == Some(REPLAY_NOTICE_EVENT) {
+            return self.on_notice(sse.data.as_deref().unwrap_or_default());
+        }
+        if let Some(id) = sse.id.as_deref().filter(|id| !id.is_empty()) {
+            match self.on_id(id) {
+                Ok(true) => {}
+                Ok(false) => return Frame::Skip,
+                Err(failure) => return Frame::Fail(failure),
+            }
+        }
+        let is_message = matches!(sse.event.as_deref(), None | Some("") | Some("message"));
+        if !is_message {
+            return Frame::Skip;
+        }
+        if sse.data.as_deref().is_some_and(|d| !d.is_empty()) {
+            self.progress();
+        }
+        Frame::Pass(Box::new(sse))
+    }
+
+    fn on_notice(&mut self, data: &str) -> Frame<C::Error> {
+        let State::Verifying { verifier, .. } = &mut self.state else {
+            return Frame::Skip;
+        };
+        let notice = match ReplayNotice::from_json(data) {
+            Ok(notice) => notice,
+            Err(error) => {
+                tracing::debug!(%error, "ignoring a malformed replay notice");
+                return Frame::Skip;
+            }
+        };
+        if let Some(floor) = notice.floor.clone() {
+            verifier.declare_floor(floor);
+        }
+        verifier.acknowledge(notice.acknowledgement());
+        match verifier.verdict() {
+            // The server already opened a fresh standalone stream: keep it,
+            // and tell the application what was not carried over.
+            Verdict::ResumptionFailed(error) if self.scope == StreamScope::Standalone => {
+                self.follow(None);
+                self.failures_with_cursor = 0;
+                let gap = Discontinuity {
+                    cursor: self.cursor.take(),
+                    lost: error.lost(),
+                    reason: error.to_string(),
+                };
+                self.report(gap);
+                Frame::Skip
+            }
+            Verdict::ResumptionFailed(error) => Frame::Fail(ResumeStreamError::Resumption(error)),
+            _ => Frame::Skip,
+        }
+    }
+
+    fn report(&self, gap: Discontinuity) {
+        tracing::warn!(cursor = ?gap.cursor, reason = %gap.reason, lost = ?gap.lost, "standalone SSE stream lost continuity; starting afresh");
+        if let Some(observer) = &self.config.on_discontinuity {
+            observer(&gap);
+        }
+    }
+
+    /// Checks an event id; `Ok(false)` drops the event as a duplicate.
+    fn on_id(&mut self, id: &str) -> Result<bool, ResumeStreamError<C::Error>> {
+        let parsed = EventCursor::parse(id).ok();
+        match &mut self.state {
+            State::Verifying { verifier, .. } => {
+                if verifier.on_event(parsed.as_ref()) == EventAction::SkipDuplicate {
+                    return Ok(false);
+                }
+                match verifier.verdict() {
+                    Verdict::Resumed(proof) => {
+                        if proof == Proof::Assumed {
+                            // Said, not swallowed: the peer gave nothing to
+                            // check (opaque ids, no acknowledgement).
+                            tracing::info!(cursor = ?self.cursor, first = id, "resumed without proof of continuity");
+                        }
+                        let checker = verifier.clone().into_checker();
+                        self.follow(Some(checker));
+                    }
+                    Verdict::ResumptionFailed(error) => {
+                        return Err(ResumeStreamError::Resumption(error));
+                    }
+                    Verdict::SessionLost(_) | Verdict::Delayed => {}
+                }
+            }
+            State::Following { checker, .. } | State::Draining { checker, .. } => {
+                match (checker.as_mut(), parsed) {
+                    (Some(checker), Some(parsed)) => match checker.observe(&parsed) {
+                        Ok(Continuity::Duplicate) => return Ok(false),
+                        Ok(_) => {}
+                        Err(error) => return Err(ResumeStreamError::Continuity(error)),
+                    },
+                    // The first id of a fresh stream starts the checking.
+                    (None, Some(parsed)) => *checker = Some(ContinuityChecker::new(parsed)),
+                    (_, None) => {}
+                }
+            }
+            State::Backoff(_) | State::Done => {}
+        }
+        if self.cursor.as_deref() != Some(id) {
+            self.cursor = Some(id.to_owned());
+            self.progress();
+        }
+        Ok(true)
+    }
+
+    fn progress(&mut self) {
+        self.failures = 0;
+        self.failures_with_cursor = 0;
+    }
+
+    /// The server ended the stream cleanly.
+    fn on_close(&mut self) -> Option<ResumeStreamError<C::Error>> {
+        let closed = mem::replace(&mut self.state, State::Done);
+        if let State::Verifying { mut verifier, .. } = closed {
+            verifier.on_close();
+            return match verifier.verdict() {
+                // An acknowledged poll with nothing new: wait, keep the cursor.
+                Verdict::Delayed => self.schedule(Attempt::NothingNew),
+                Verdict::ResumptionFailed(error @ ResumptionError::EmptyStream { .. }) => {
+                    self.failures_with_cursor += 1;
+                    if self.failures_with_cursor >= self.config.max_failed_resumes.max(1) {
+                        return self.resume_failed(ResumeStreamError::Resumption(error));
+                    }
+                    self.schedule(Attempt::Resumption(error))
+                }
+                Verdict::ResumptionFailed(error) => {
+                    self.resume_failed(ResumeStreamError::Resumption(error))
+                }
+                Verdict::Resumed(_) | Verdict::SessionLost(_) => self.schedule_after_progress(),
+            };
+        }
+        if let Ok(end) = self.unresumable(Attempt::Ended) {
+            return Some(end);
+        }
+        // A stream that made progress may be closed by the server at will
+        // (SEP-1699): honour its `retry` and count nothing.
+        if self.failures == 0 {
+            return self.schedule_after_progress();
+        }
+        self.schedule(Attempt::NoProgress)
+    }
+
+    fn schedule_after_progress(&mut self) -> Option<ResumeStreamError<C::Error>> {
+        match self.server_retry.or_else(|| self.policy.retry(0)) {
+            Some(delay) => {
+                // Closing after progress is not a failure, but the next close
+                // without progress is.
+                self.failures = 1;
+                self.state = State::Backoff(delay);
+                None
+            }
+            // A request stream ends only with its response or an error.
+            None if self.scope == StreamScope::Request => {
+                self.state = State::Done;
+                Some(ResumeStreamError::Exhausted {
+                    attempts: 0,
+                    cursor: self.cursor.clone(),
+                    last: Box::new(Attempt::NoReconnect),
+                })
+            }
+            None => {
+                self.state = State::Done;
+                None
+            }
+        }
+    }
+
+    /// Counts a failed attempt and schedules the next, or gives up.
+    fn schedule(&mut self, last: Attempt<C::Error>) -> Option<ResumeStreamError<C::Error>> {
+        match self.policy.retry(self.failures) {
+            Some(delay) => {
+                self.failures += 1;
+                let delay = self.server_retry.map_or(delay, |server| server.max(delay));
+                self.state = State::Backoff(delay);
+                None
+            }
+            None => {
+                self.state = State::Done;
+                Some(ResumeStreamError::Exhausted {
+                    attempts: self.failures,
+                    cursor: self.cursor.clone(),
+                    last: Box::new(last),
+                })
+            }
+        }
+    }
+
+    fn attempt_failed(&mut self, last: Attempt<C::Error>) -> Option<ResumeStreamError<C::Error>> {
+        self.state = State::Done;
+        match self.unresumable(last) {
+            Ok(end) => Some(end),
+            Err(last) => self.schedule(last),
+        }
+    }
+
+    /// A request stream that never carried an event id cannot be resumed: a
+    /// `GET` without `Last-Event-ID` would open the standalone stream instead.
+    /// Hands `last` back when the stream can be resumed.
+    fn unresumable(
+        &mut self,
+        last: Attempt<C::Error>,
+    ) -> Result<ResumeStreamError<C::Error>, Attempt<C::Error>> {
+        if self.scope != StreamScope::Request || self.cursor.is_some() {
+            return Err(last);
+        }
+        self.state = State::Done;
+        Ok(ResumeStreamError::Exhausted {
+            attempts: 0,
+            cursor: None,
+            last: Box::new(Attempt::NoCursor(Box::new(last))),
+        })
+    }
+
+    /// A resume that cannot succeed: a request stream fails now; the
+    /// standalone stream starts afresh and reports the discontinuity.
+    fn resume_failed(
+        &mut self,
+        error: ResumeStreamError<C::Error>,
+    ) -> Option<ResumeStreamError<C::Error>> {
+        self.state = State::Done;
+        match self.scope {
+            StreamScope::Request => Some(error),
+            StreamScope::Standalone => {
+                let lost = match &error {
+                    ResumeStreamError::Resumption(e) => e.lost(),
+                    ResumeStreamError::Continuity(ContinuityError::Gap { lost, .. }) => Some(*lost),
+                    _ => None,
+                };
+                let gap = Discontinuity {
+                    cursor: self.cursor.take(),
+                    reason: error.to_string(),
+                    lost,
+                };
+                self.report(gap);
+                self.failures_with_cursor = 0;
+                self.schedule(error.into())
+            }
+        }
+    }
+}

@@ -1,0 +1,51 @@
+//! How each session is configured.
+
+use std::time::Duration;
+
+/// Configuration of one session.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct SessionConfig {
+    /// How long a request stream stays resumable after its response.
+    pub completed_cache_ttl: Duration,
+    /// Events each stream retains for replay (the replay window), and the
+    /// depth of the queue from the HTTP side.
+    pub channel_capacity: usize,
+    /// End the session if `initialize` does not arrive within this.
+    pub init_timeout: Option<Duration>,
+    /// The `retry` sent in priming events.
+    pub sse_retry: Option<Duration>,
+    /// End the session after this long without any activity.
+    pub keep_alive: Option<Duration>,
+    /// Answered request streams kept resumable at once; beyond this the
+    /// oldest is forgotten before its `completed_cache_ttl` (fork-only).
+    pub max_completed_streams: usize,
+}
+
+impl SessionConfig {
+    /// Default `completed_cache_ttl`: one minute.
+    pub const DEFAULT_COMPLETED_CACHE_TTL: Duration = Duration::from_secs(60);
+    /// Default `init_timeout`: one minute.
+    pub const DEFAULT_INIT_TIMEOUT: Duration = Self::DEFAULT_COMPLETED_CACHE_TTL;
+    /// Default `channel_capacity`.
+    pub const DEFAULT_CHANNEL_CAPACITY: usize = 16;
+    /// Default `sse_retry`: three seconds.
+    pub const DEFAULT_SSE_RETRY: Duration = Duration::from_millis(3_000);
+    /// Default `keep_alive`: five minutes.
+    pub const DEFAULT_KEEP_ALIVE: Duration = Duration::from_secs(5 * 60);
+    /// Default `max_completed_streams`.
+    pub const DEFAULT_MAX_COMPLETED_STREAMS: usize = 1024;
+}
+
+impl Default for SessionConfig {
+    fn default() -> Self {
+        Self {
+            completed_cache_ttl: Self::DEFAULT_COMPLETED_CACHE_TTL,
+            channel_capacity: Self::DEFAULT_CHANNEL_CAPACITY,
+            init_timeout: Some(Self::DEFAULT_INIT_TIMEOUT),
+            sse_retry: Some(Self::DEFAULT_SSE_RETRY),
+            keep_alive: Some(Self::DEFAULT_KEEP_ALIVE),
+            max_completed_streams: Self::DEFAULT_MAX_COMPLETED_STREAMS,
+        }
+    }
+}

@@ -1,0 +1,97 @@
+//! Errors of a session and of its worker.
+
+use std::time::Duration;
+
+use super::compat::SessionEvent;
+use super::{EventId, EventIdParseError, HttpRequestId};
+use crate::transport::streamable_http_server::session::EventStoreError;
+
+/// Errors of one session.
+///
+/// A refused resume is not an error on the fork's own path (it is a
+/// [`ResumeAnswer`](crate::transport::resumption::ResumeAnswer)); the
+/// `CursorBelowFloor`, `UnknownStream` and `StreamComplete` variants exist
+/// for callers of [`LocalSessionHandle::resume_with_notice`](super::LocalSessionHandle::resume_with_notice)
+/// and upstream's `resume`.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SessionError {
+    /// The cursor names an event this session never produced.
+    #[error("Invalid event id")]
+    InvalidEventId,
+    /// The event store failed.
+    #[error("Event store error: {0}")]
+    EventStore(#[source] EventStoreError),
+    /// The events after the cursor were evicted from the stream's log.
+    #[error("cursor {cursor} is below the replay floor {floor} of its stream")]
+    CursorBelowFloor {
+        /// The cursor asked for.
+        cursor: EventId,
+        /// The oldest event still retained.
+        floor: EventId,
+    },
+    /// The cursor's request stream never existed, or its retention expired.
+    #[error("cursor {cursor} names a request stream this session does not have")]
+    UnknownStream {
+        /// The cursor asked for.
+        cursor: EventId,
+    },
+    /// The cursor's request stream is complete and everything was delivered.
+    #[error("stream of cursor {cursor} is complete; nothing follows it")]
+    StreamComplete {
+        /// The cursor asked for.
+        cursor: EventId,
+    },
+    /// I/O failed.
+    #[error("IO error: {0}")]
+    Io(#[from] std::io::Error),
+    /// The session's worker has stopped.
+    #[error("Session service terminated")]
+    SessionServiceTerminated,
+    /// An event id did not parse.
+    #[error("Cannot parse event id: {0}")]
+    EventIdParseError(#[from] EventIdParseError),
+    /// The request stream is gone.
+    #[error("Channel closed: {0:?}")]
+    ChannelClosed(Option<HttpRequestId>),
+    /// A request stream number was reused.
+    #[error("Invalid request id: {0}")]
+    DuplicatedRequestId(HttpRequestId),
+}
+
+impl From<SessionError> for std::io::Error {
+    fn from(value: SessionError) -> Self {
+        match value {
+            SessionError::Io(io) => io,
+            other => std::io::Error::other(format!("Session error: {other}")),
+        }
+    }
+}
+
+/// Why a session's worker stopped.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LocalSessionWorkerError {
+    /// The worker task failed.
+    #[error("Tokio join error {0}")]
+    TokioJoinError(#[from] tokio::task::JoinError),
+    /// The transport closed.
+    #[error("Transport closed")]
+    TransportClosed,
+    /// No `initialize` arrived in time.
+    #[error("init timeout after {}ms", _0.as_millis())]
+    InitTimeout(Duration),
+    /// A message from the handler could not be routed.
+    #[error("fail to handle message: {0}")]
+    FailToHandleMessage(SessionError),
+    /// The initialize answer could not be delivered.
+    #[error("fail to send initialize request {0}")]
+    FailToSendInitializeRequest(SessionError),
+    /// Something other than `initialize` came first.
+    #[error("unexpected message: {0:?}")]
+    UnexpectedEvent(SessionEvent),
+    /// Every handle is gone.
+    #[error("transport terminated")]
+    TransportTerminated,
+}

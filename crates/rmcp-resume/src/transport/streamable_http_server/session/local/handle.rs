@@ -1,0 +1,174 @@
+//! A cloneable handle to a session's worker.
+
+use std::time::Duration;
+
+use tokio::sync::{mpsc, oneshot};
+
+use super::compat::SessionEvent;
+use super::{EventId, HttpRequestId, OpenedStream, ResumedStream, Resumption, SessionError};
+use crate::model::{ClientJsonRpcMessage, RequestId, ServerJsonRpcMessage};
+use crate::transport::common::server_side_http::SessionId;
+use crate::transport::resumption::ResumeAnswer;
+
+/// A cloneable handle to a session's worker. The worker ends once every
+/// handle is gone.
+#[derive(Debug, Clone)]
+pub struct LocalSessionHandle {
+    pub(super) id: SessionId,
+    pub(super) event_tx: mpsc::Sender<SessionEvent>,
+}
+
+impl LocalSessionHandle {
+    /// The session id.
+    pub fn id(&self) -> &SessionId {
+        &self.id
+    }
+
+    async fn send(&self, event: SessionEvent) -> Result<(), SessionError> {
+        self.event_tx
+            .send(event)
+            .await
+            .map_err(|_| SessionError::SessionServiceTerminated)
+    }
+
+    pub(super) async fn ask<T>(
+        &self,
+        event: impl FnOnce(oneshot::Sender<Result<T, SessionError>>) -> SessionEvent,
+    ) -> Result<T, SessionError> {
+        let (tx, rx) = oneshot::channel();
+        self.send(event(tx)).await?;
+        rx.await
+            .map_err(|_| SessionError::SessionServiceTerminated)?
+    }
+
+    /// Ends the session.
+    pub async fn close(&self) -> Result<(), SessionError> {
+        self.send(SessionEvent::Close).await
+    }
+
+    /// Hands a client message to the session.
+    pub async fn push_message(
+        &self,
+        message: ClientJsonRpcMessage,
+        http_request_id: Option<HttpRequestId>,
+    ) -> Result<(), SessionError> {
+        self.send(SessionEvent::ClientMessage {
+            message,
+            http_request_id,
+        })
+        .await
+    }
+
+    /// Runs the initialize exchange.
+    pub async fn initialize(
+        &self,
+        request: ClientJsonRpcMessage,
+    ) -> Result<ServerJsonRpcMessage, SessionError> {
+        self.ask(|responder| SessionEvent::InitializeRequest { request, responder })
+            .await
+    }
+
+    /// Opens a request stream, read straight from its log (fork-only).
+    pub async fn open_request_stream(&self) -> Result<OpenedStream, SessionError> {
+        self.ask(|responder| SessionEvent::OpenRequestStream { responder })
+            .await
+    }
+
+    /// Opens a standalone connection, read straight from the log: the
+    /// primary if none is live, else a shadow (fork-only).
+    pub async fn open_standalone_stream(&self) -> Result<OpenedStream, SessionError> {
+        self.ask(|responder| SessionEvent::OpenStandaloneStream { responder })
+            .await
+    }
+
+    /// Decides a resume from `last_event_id` with
+    /// [`plan`](crate::transport::resumption::plan()), and opens the stream
+    /// when the answer has one (fork-only).
+    pub async fn plan_resume(&self, last_event_id: EventId) -> Result<Resumption, SessionError> {
+        self.ask(|responder| SessionEvent::PlanResume {
+            last_event_id,
+            responder,
+        })
+        .await
+    }
+
+    /// Resumes after `last_event_id`, saying what the replay covers. A
+    /// standalone cursor that is not covered still gets a stream (from the
+    /// floor, or live), with a notice saying so; a refused request cursor is
+    /// an error (fork-only; [`plan_resume`](Self::plan_resume) says the same
+    /// without errors).
+    pub async fn resume_with_notice(
+        &self,
+        last_event_id: EventId,
+    ) -> Result<ResumedStream, SessionError> {
+        let resumption = self.plan_resume(last_event_id.clone()).await?;
+        let answer = resumption.answer;
+        resumption
+            .into_stream()
+            .ok_or_else(|| refusal(answer, last_event_id))
+    }
+
+    /// Closes a request stream's connection, sending `retry` first (SEP-1699).
+    pub async fn close_sse_stream(
+        &self,
+        http_request_id: HttpRequestId,
+        retry_interval: Option<Duration>,
+    ) -> Result<(), SessionError> {
+        self.ask(|responder| SessionEvent::CloseSseStream {
+            http_request_id: Some(http_request_id),
+            retry_interval,
+            responder,
+        })
+        .await
+    }
+
+    /// Closes the connection that carries `request_id`'s response, sending
+    /// `retry` first (fork-only).
+    ///
+    /// Upstream's [`close_sse_stream`](Self::close_sse_stream) needs the
+    /// transport's internal request-stream number, which a handler never
+    /// sees; a handler does know its own JSON-RPC request id. The stream
+    /// stays resumable: the client's `GET` with `Last-Event-ID` picks up
+    /// everything produced after the cut, the response included.
+    pub async fn close_request_connection(
+        &self,
+        request_id: RequestId,
+        retry_interval: Option<Duration>,
+    ) -> Result<(), SessionError> {
+        self.ask(|responder| SessionEvent::CloseRequestConnection {
+            request_id,
+            retry_interval,
+            responder,
+        })
+        .await
+    }
+
+    /// Closes the standalone connection(s), sending `retry` first.
+    pub async fn close_standalone_sse_stream(
+        &self,
+        retry_interval: Option<Duration>,
+    ) -> Result<(), SessionError> {
+        self.ask(|responder| SessionEvent::CloseSseStream {
+            http_request_id: None,
+            retry_interval,
+            responder,
+        })
+        .await
+    }
+}
+
+/// A refused resume as the error the error-based API reports.
+pub(super) fn refusal(answer: ResumeAnswer, cursor: EventId) -> SessionError {
+    let stream = cursor.stream();
+    match answer {
+        ResumeAnswer::Complete => SessionError::StreamComplete { cursor },
+        ResumeAnswer::BelowFloor { floor } => match EventId::try_from(stream.event(floor)) {
+            Ok(floor) => SessionError::CursorBelowFloor { cursor, floor },
+            Err(_) => SessionError::InvalidEventId,
+        },
+        ResumeAnswer::UnknownStream => SessionError::UnknownStream { cursor },
+        ResumeAnswer::SessionLost => SessionError::SessionServiceTerminated,
+        // A standalone fallback that was not complete, or an unknown event.
+        _ => SessionError::InvalidEventId,
+    }
+}

@@ -1,0 +1,215 @@
+//! The session table of one process.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use futures::Stream;
+
+use super::worker::new_session;
+use super::{
+    EventId, EventIdParseError, LocalSessionHandle, ResumedStream, Resumption, SessionConfig,
+    SessionError, SessionTransport,
+};
+use crate::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
+use crate::transport::WorkerTransport;
+use crate::transport::common::server_side_http::{SessionId, session_id};
+use crate::transport::resumption::{EventCursor, ReplayNotice, ResumeAnswer, RmcpEventId};
+use crate::transport::streamable_http_server::session::{
+    EventStore, RestoreOutcome, ServerSseMessage, SessionManager,
+};
+
+/// Keeps every session of this process in memory.
+#[derive(Debug, Default)]
+#[non_exhaustive]
+pub struct LocalSessionManager {
+    event_store: Option<Arc<dyn EventStore>>,
+    /// Configuration given to each new session.
+    pub session_config: SessionConfig,
+    /// Live sessions by id.
+    pub sessions: tokio::sync::RwLock<HashMap<SessionId, LocalSessionHandle>>,
+}
+
+/// Errors of [`LocalSessionManager`].
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LocalSessionManagerError {
+    /// The `Last-Event-ID` is not an event id of this server.
+    #[error("Invalid event id: {0}")]
+    InvalidEventId(#[from] EventIdParseError),
+    /// No session with this id.
+    #[error("Session not found: {0}")]
+    SessionNotFound(SessionId),
+    /// The session refused the operation.
+    #[error("Session error: {0}")]
+    SessionError(#[from] SessionError),
+}
+
+impl LocalSessionManager {
+    /// Persists every event in `event_store`, which then assigns event ids and
+    /// answers resumes.
+    pub fn with_event_store(self, event_store: Arc<dyn EventStore>) -> Self {
+        Self {
+            event_store: Some(event_store),
+            ..self
+        }
+    }
+
+    /// The session's handle, if the session is live.
+    pub async fn handle(&self, id: &SessionId) -> Option<LocalSessionHandle> {
+        self.sessions.read().await.get(id).cloned()
+    }
+
+    async fn live(&self, id: &SessionId) -> Result<LocalSessionHandle, LocalSessionManagerError> {
+        self.handle(id)
+            .await
+            .ok_or_else(|| LocalSessionManagerError::SessionNotFound(id.clone()))
+    }
+
+    fn spawn_session(&self, id: SessionId) -> (LocalSessionHandle, SessionTransport) {
+        let (handle, worker) =
+            new_session(id, self.session_config.clone(), self.event_store.clone());
+        (handle, WorkerTransport::spawn(worker))
+    }
+
+    /// Decides a resume of `cursor` on session `id` (fork-only): the
+    /// [`plan`](crate::transport::resumption::plan())'s answer, with the
+    /// stream when it has one. An unknown session is
+    /// [`ResumeAnswer::SessionLost`], not an error.
+    pub async fn plan_resume(
+        &self,
+        id: &SessionId,
+        cursor: RmcpEventId,
+    ) -> Result<Resumption, LocalSessionManagerError> {
+        let Some(handle) = self.handle(id).await else {
+            return Ok(Resumption::refused(cursor, ResumeAnswer::SessionLost));
+        };
+        let event_id = EventId::try_from(cursor).map_err(|_| {
+            EventIdParseError::Malformed(crate::transport::resumption::CursorParseError::Overflow {
+                id: cursor.to_string(),
+            })
+        })?;
+        Ok(handle.plan_resume(event_id).await?)
+    }
+
+    /// Resumes `cursor` on session `id`, saying what the replay covers
+    /// (fork-only).
+    pub async fn resume_with_notice(
+        &self,
+        id: &SessionId,
+        cursor: &str,
+    ) -> Result<ResumedStream, LocalSessionManagerError> {
+        if let Some(store) = &self.event_store {
+            let stream = store
+                .replay_events_after(cursor)
+                .await
+                .map_err(SessionError::EventStore)?;
+            let cursor = EventCursor::parse(cursor).map_err(EventIdParseError::Malformed)?;
+            return Ok(ResumedStream {
+                notice: ReplayNotice {
+                    cursor,
+                    floor: None,
+                    complete: true,
+                },
+                stream,
+            });
+        }
+        let event_id: EventId = cursor.parse()?;
+        Ok(self.live(id).await?.resume_with_notice(event_id).await?)
+    }
+}
+
+impl SessionManager for LocalSessionManager {
+    type Error = LocalSessionManagerError;
+    type Transport = SessionTransport;
+
+    async fn create_session(&self) -> Result<(SessionId, Self::Transport), Self::Error> {
+        let id = session_id();
+        let (handle, transport) = self.spawn_session(id.clone());
+        self.sessions.write().await.insert(id.clone(), handle);
+        Ok((id, transport))
+    }
+
+    async fn initialize_session(
+        &self,
+        id: &SessionId,
+        message: ClientJsonRpcMessage,
+    ) -> Result<ServerJsonRpcMessage, Self::Error> {
+        Ok(self.live(id).await?.initialize(message).await?)
+    }
+
+    async fn has_session(&self, id: &SessionId) -> Result<bool, Self::Error> {
+        Ok(self.sessions.read().await.contains_key(id))
+    }
+
+    async fn close_session(&self, id: &SessionId) -> Result<(), Self::Error> {
+        let removed = self.sessions.write().await.remove(id);
+        if let Some(handle) = removed {
+            match handle.close().await {
+                Ok(()) | Err(SessionError::SessionServiceTerminated) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Ok(())
+    }
+
+    async fn create_stream(
+        &self,
+        id: &SessionId,
+        message: ClientJsonRpcMessage,
+    ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
+        let handle = self.live(id).await?;
+        let opened = handle.open_request_stream().await?;
+        handle.push_message(message, opened.http_request_id).await?;
+        Ok(opened.stream)
+    }
+
+    async fn accept_message(
+        &self,
+        id: &SessionId,
+        message: ClientJsonRpcMessage,
+    ) -> Result<(), Self::Error> {
+        Ok(self.live(id).await?.push_message(message, None).await?)
+    }
+
+    async fn create_standalone_stream(
+        &self,
+        id: &SessionId,
+    ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
+        Ok(self.live(id).await?.open_standalone_stream().await?.stream)
+    }
+
+    async fn resume(
+        &self,
+        id: &SessionId,
+        last_event_id: String,
+    ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
+        // Through upstream's trait a caller cannot see the notice; a cursor
+        // that is not covered is an error here, never a silent partial replay.
+        let resumed = self.resume_with_notice(id, &last_event_id).await?;
+        if !resumed.notice.complete {
+            return Err(SessionError::InvalidEventId.into());
+        }
+        Ok(resumed.stream)
+    }
+
+    async fn restore_session(
+        &self,
+        id: SessionId,
+    ) -> Result<RestoreOutcome<Self::Transport>, Self::Error> {
+        // Held across the check and the insert: concurrent restores of one id
+        // must not both spawn a worker.
+        let mut sessions = self.sessions.write().await;
+        match sessions.entry(id) {
+            std::collections::hash_map::Entry::Occupied(_) => Ok(RestoreOutcome::AlreadyPresent),
+            std::collections::hash_map::Entry::Vacant(slot) => {
+                let (handle, transport) = self.spawn_session(slot.key().clone());
+                slot.insert(handle);
+                Ok(RestoreOutcome::Restored(transport))
+            }
+        }
+    }
+
+    fn event_store(&self) -> Option<Arc<dyn EventStore>> {
+        self.event_store.clone()
+    }
+}

@@ -1,0 +1,492 @@
+//! The worker that runs one session: it routes the handler's messages into
+//! the stream logs, and answers the HTTP side's requests for connections.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use rmcp_resume_core::log::{Bell, LogReader, ReaderId, StreamLog};
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+
+use super::compat::{SessionEvent, StreamableHttpMessageReceiver, forward};
+use super::handle::refusal;
+use super::routing::{Route, Routes};
+use super::{
+    EventId, HttpRequestId, LocalSessionHandle, LocalSessionWorkerError, MAX_SHADOW_STREAMS,
+    OpenedStream, Resumption, SessionConfig, SessionError,
+};
+use crate::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
+use crate::transport::WorkerTransport;
+use crate::transport::common::server_side_http::SessionId;
+use crate::transport::resumption::{ResumeAnswer, StreamId, StreamLookup, plan};
+use crate::transport::streamable_http_server::session::{
+    EventStore, EventStream, ServerSseMessage,
+};
+use crate::transport::worker::{Worker, WorkerConfig, WorkerContext, WorkerQuitReason};
+
+/// The transport a session's service runs on.
+pub type SessionTransport = WorkerTransport<LocalSessionWorker>;
+
+type Log = Arc<StreamLog<ServerSseMessage>>;
+
+/// Creates a session's handle and the worker to spawn for it.
+pub fn create_local_session(
+    id: impl Into<SessionId>,
+    config: SessionConfig,
+) -> (LocalSessionHandle, LocalSessionWorker) {
+    new_session(id.into(), config, None)
+}
+
+pub(super) fn new_session(
+    id: SessionId,
+    config: SessionConfig,
+    event_store: Option<Arc<dyn EventStore>>,
+) -> (LocalSessionHandle, LocalSessionWorker) {
+    let (event_tx, event_rx) = mpsc::channel(config.channel_capacity.max(1));
+    tracing::debug!(session_id = %id, "create new session");
+    let standalone = StreamLog::new(
+        StreamId::Standalone,
+        1,
+        config.channel_capacity,
+        MAX_SHADOW_STREAMS,
+    );
+    let worker = LocalSessionWorker {
+        id: id.clone(),
+        config,
+        event_store,
+        event_rx,
+        standalone,
+        requests: HashMap::new(),
+        completed: VecDeque::new(),
+        routes: Routes::default(),
+        next_http_request_id: 0,
+        next_reader: 0,
+        bell: Bell::default(),
+    };
+    (LocalSessionHandle { id, event_tx }, worker)
+}
+
+#[derive(Debug)]
+struct RequestStream {
+    log: Log,
+    routes: HashSet<Route>,
+    completed_at: Option<Instant>,
+}
+
+/// Runs one session: routes the handler's messages into stream logs and
+/// serves the HTTP side's requests for connections.
+pub struct LocalSessionWorker {
+    id: SessionId,
+    config: SessionConfig,
+    event_store: Option<Arc<dyn EventStore>>,
+    event_rx: mpsc::Receiver<SessionEvent>,
+    standalone: Log,
+    requests: HashMap<HttpRequestId, RequestStream>,
+    /// Answered request streams in the order they completed, so expiry is
+    /// amortised O(1) however many a session has answered.
+    completed: VecDeque<(Instant, HttpRequestId)>,
+    routes: Routes,
+    next_http_request_id: HttpRequestId,
+    next_reader: ReaderId,
+    bell: Bell,
+}
+
+impl Drop for LocalSessionWorker {
+    // However the worker stops, every connection to the session ends.
+    fn drop(&mut self) {
+        self.standalone.close();
+        for stream in self.requests.values() {
+            stream.log.close();
+        }
+        self.bell.ring();
+    }
+}
+
+impl std::fmt::Debug for LocalSessionWorker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LocalSessionWorker")
+            .field("id", &self.id)
+            .field("requests", &self.requests.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// A reader's events as rmcp's SSE messages, each stamped with its id.
+fn events(reader: LogReader<ServerSseMessage>) -> EventStream {
+    Box::pin(reader.map(|logged| {
+        let mut event = logged.event;
+        event.event_id = Some(logged.id.to_string());
+        event
+    }))
+}
+
+impl LocalSessionWorker {
+    /// The session id.
+    pub fn id(&self) -> &SessionId {
+        &self.id
+    }
+
+    fn reader(&mut self) -> ReaderId {
+        self.next_reader = self.next_reader.wrapping_add(1);
+        self.next_reader
+    }
+
+    fn connect_primary(&mut self, log: &Log, position: u64) -> EventStream {
+        let id = self.reader();
+        log.attach_primary(id, position);
+        self.bell.ring();
+        events(LogReader::new(log.clone(), id, self.bell.clone()))
+    }
+
+    fn connect_shadow(&mut self) -> EventStream {
+        let id = self.reader();
+        self.standalone.attach_shadow(id);
+        self.bell.ring();
+        tracing::debug!(session_id = %self.id, "standalone stream already live; opening a shadow");
+        events(LogReader::new(
+            self.standalone.clone(),
+            id,
+            self.bell.clone(),
+        ))
+    }
+
+    async fn append(&mut self, log: &Log, event: ServerSseMessage) -> Result<(), SessionError> {
+        let id = match &self.event_store {
+            Some(store) => {
+                let stream_id = match log.stream() {
+                    StreamId::Request(m) => format!("{}:{m}", self.id),
+                    StreamId::Standalone => format!("{}:common", self.id),
+                };
+                Some(
+                    store
+                        .store_event(&stream_id, &event)
+                        .await
+                        .map_err(SessionError::EventStore)?,
+                )
+            }
+            None => None,
+        };
+        log.append(event, id);
+        self.bell.ring();
+        Ok(())
+    }
+
+    async fn open_request_stream(&mut self) -> Result<OpenedStream, SessionError> {
+        let m = self.next_http_request_id;
+        self.next_http_request_id = m.wrapping_add(1);
+        if self.requests.contains_key(&m) {
+            return Err(SessionError::DuplicatedRequestId(m));
+        }
+        let log = StreamLog::new(StreamId::Request(m), 0, self.config.channel_capacity, 0);
+        if let Some(retry) = self.config.sse_retry {
+            self.append(&log, ServerSseMessage::retry(retry)).await?;
+        }
+        self.requests.insert(
+            m,
+            RequestStream {
+                log: log.clone(),
+                routes: HashSet::new(),
+                completed_at: None,
+            },
+        );
+        let stream = self.connect_primary(&log, 0);
+        Ok(OpenedStream {
+            http_request_id: Some(m),
+            stream,
+            start: Some(0),
+        })
+    }
+
+    fn open_standalone(&mut self) -> OpenedStream {
+        let (stream, start) = if self.standalone.has_primary() {
+            (self.connect_shadow(), None)
+        } else {
+            let log = self.standalone.clone();
+            let position = log.resume_position();
+            (self.connect_primary(&log, position), Some(position))
+        };
+        OpenedStream {
+            http_request_id: None,
+            stream,
+            start,
+        }
+    }
+
+    /// Decides a resume with the core's [`plan`] and, when the answer is a
+    /// stream, attaches the resuming connection as the stream's primary. On
+    /// the standalone stream an old primary still open is demoted to a
+    /// shadow rather than ended (no leapfrog, #659).
+    fn plan_resume(&mut self, cursor: &EventId) -> Resumption {
+        let cursor = cursor.rmcp();
+        let log = match cursor.stream_id() {
+            StreamId::Standalone => Some(self.standalone.clone()),
+            StreamId::Request(m) => self.requests.get(&m).map(|r| r.log.clone()),
+        };
+        let lookup = log.as_ref().map_or(StreamLookup::UnknownStream, |log| {
+            StreamLookup::Found(log.view())
+        });
+        let answer = plan(lookup, cursor);
+        let stream = match (answer.start(), log) {
+            (Some(position), Some(log)) => Some(self.connect_primary(&log, position)),
+            _ => None,
+        };
+        Resumption {
+            cursor,
+            answer,
+            stream,
+        }
+    }
+
+    async fn deliver(&mut self, message: ServerJsonRpcMessage) -> Result<(), SessionError> {
+        let destination = self.routes.destination(&message);
+        let event = ServerSseMessage::from_message(message);
+        let Some(m) = destination.stream else {
+            let log = self.standalone.clone();
+            return self.append(&log, event).await;
+        };
+        let Some(stream) = self.requests.get(&m) else {
+            return Err(SessionError::ChannelClosed(Some(m)));
+        };
+        let log = stream.log.clone();
+        self.append(&log, event).await?;
+        if destination.completes {
+            self.complete(m);
+        }
+        Ok(())
+    }
+
+    /// The request is answered (or cancelled): its stream ends for readers
+    /// but stays resumable until `completed_cache_ttl` passes.
+    fn complete(&mut self, m: HttpRequestId) {
+        if let Some(stream) = self.requests.get_mut(&m) {
+            stream.log.finish();
+            if stream.completed_at.is_none() {
+                let now = Instant::now();
+                stream.completed_at = Some(now);
+                self.completed.push_back((now, m));
+            }
+            self.routes.remove(stream.routes.drain());
+            self.bell.ring();
+        }
+    }
+
+    fn register(&mut self, message: &ClientJsonRpcMessage, m: HttpRequestId) {
+        if let Some(stream) = self.requests.get_mut(&m) {
+            stream.routes.extend(self.routes.register(message, m));
+        }
+    }
+
+    fn evict_expired(&mut self) {
+        let ttl = self.config.completed_cache_ttl;
+        let now = Instant::now();
+        while let Some(&(at, m)) = self.completed.front() {
+            let over_cap = self.completed.len() > self.config.max_completed_streams;
+            if !over_cap && now.duration_since(at) < ttl {
+                break;
+            }
+            self.completed.pop_front();
+            self.requests.remove(&m);
+        }
+    }
+
+    async fn close_connection(
+        &mut self,
+        http_request_id: Option<HttpRequestId>,
+        retry: Option<Duration>,
+    ) -> Result<(), SessionError> {
+        let log = match http_request_id {
+            Some(m) => self
+                .requests
+                .get(&m)
+                .map(|r| r.log.clone())
+                .ok_or(SessionError::ChannelClosed(Some(m)))?,
+            None => self.standalone.clone(),
+        };
+        if let Some(retry) = retry {
+            self.append(&log, ServerSseMessage::retry(retry)).await?;
+        }
+        log.end_readers();
+        self.bell.ring();
+        Ok(())
+    }
+
+    async fn on_http(
+        &mut self,
+        event: SessionEvent,
+        context: &mut WorkerContext<Self>,
+    ) -> Result<bool, WorkerQuitReason<LocalSessionWorkerError>> {
+        match event {
+            SessionEvent::ClientMessage {
+                message,
+                http_request_id,
+            } => {
+                if let Some(m) = http_request_id {
+                    self.register(&message, m);
+                }
+                if let Some(m) = self.routes.cancelled(&message) {
+                    self.complete(m);
+                }
+                context.send_to_handler(message).await?;
+            }
+            SessionEvent::EstablishRequestWiseChannel { responder } => {
+                let opened = self.open_request_stream().await;
+                let _ = responder.send(opened.map(StreamableHttpMessageReceiver::from));
+            }
+            SessionEvent::EstablishCommonChannel { responder } => {
+                let _ = responder.send(Ok(self.open_standalone().into()));
+            }
+            SessionEvent::OpenRequestStream { responder } => {
+                let _ = responder.send(self.open_request_stream().await);
+            }
+            SessionEvent::OpenStandaloneStream { responder } => {
+                let _ = responder.send(Ok(self.open_standalone()));
+            }
+            SessionEvent::CloseRequestWiseChannel { id, responder } => {
+                if let Some(stream) = self.requests.remove(&id) {
+                    self.routes.remove(stream.routes);
+                }
+                let _ = responder.send(Ok(()));
+            }
+            SessionEvent::Resume {
+                last_event_id,
+                responder,
+            } => {
+                let resumption = self.plan_resume(&last_event_id);
+                let result = match (resumption.answer, resumption.stream) {
+                    // Upstream's API has no notice: only a complete replay
+                    // is a stream.
+                    (ResumeAnswer::Replay { .. }, Some(stream)) => {
+                        Ok(StreamableHttpMessageReceiver {
+                            http_request_id: resumption.cursor.stream,
+                            inner: forward(stream),
+                        })
+                    }
+                    (answer, _) => Err(refusal(answer, last_event_id)),
+                };
+                let _ = responder.send(result);
+            }
+            SessionEvent::PlanResume {
+                last_event_id,
+                responder,
+            } => {
+                let _ = responder.send(Ok(self.plan_resume(&last_event_id)));
+            }
+            SessionEvent::CloseSseStream {
+                http_request_id,
+                retry_interval,
+                responder,
+            } => {
+                let _ =
+                    responder.send(self.close_connection(http_request_id, retry_interval).await);
+            }
+            SessionEvent::CloseRequestConnection {
+                request_id,
+                retry_interval,
+                responder,
+            } => {
+                let closed = match self.routes.request(request_id) {
+                    Some(m) => self.close_connection(Some(m), retry_interval).await,
+                    None => Err(SessionError::ChannelClosed(None)),
+                };
+                let _ = responder.send(closed);
+            }
+            SessionEvent::Close => return Ok(false),
+            SessionEvent::InitializeRequest { responder, .. } => {
+                // Only the first message may initialize.
+                let _ = responder.send(Err(SessionError::InvalidEventId));
+            }
+        }
+        Ok(true)
+    }
+}
+
+impl Worker for LocalSessionWorker {
+    type Error = LocalSessionWorkerError;
+    type Role = crate::RoleServer;
+
+    fn err_closed() -> Self::Error {
+        LocalSessionWorkerError::TransportClosed
+    }
+
+    fn err_join(e: tokio::task::JoinError) -> Self::Error {
+        LocalSessionWorkerError::TokioJoinError(e)
+    }
+
+    fn config(&self) -> WorkerConfig {
+        let mut config = WorkerConfig::default();
+        config.name = Some(format!("streamable-http-session-{}", self.id));
+        config.channel_buffer_capacity = self.config.channel_capacity.max(1);
+        config
+    }
+
+    async fn run(
+        mut self,
+        mut context: WorkerContext<Self>,
+    ) -> Result<(), WorkerQuitReason<Self::Error>> {
+        let init_timeout = self.config.init_timeout.unwrap_or(Duration::MAX);
+        let first = tokio::select! {
+            event = self.event_rx.recv() => event.ok_or_else(|| WorkerQuitReason::fatal(
+                LocalSessionWorkerError::TransportTerminated,
+                "waiting for initialize",
+            ))?,
+            _ = context.cancellation_token.cancelled() => return Err(WorkerQuitReason::Cancelled),
+            _ = tokio::time::sleep(init_timeout) => return Err(WorkerQuitReason::fatal(
+                LocalSessionWorkerError::InitTimeout(init_timeout),
+                "waiting for initialize",
+            )),
+        };
+        let SessionEvent::InitializeRequest { request, responder } = first else {
+            return Err(WorkerQuitReason::fatal(
+                LocalSessionWorkerError::UnexpectedEvent(first),
+                "waiting for initialize",
+            ));
+        };
+        context.send_to_handler(request).await?;
+        let answer = context.recv_from_handler().await?;
+        responder.send(Ok(answer.message)).map_err(|_| {
+            WorkerQuitReason::fatal(
+                LocalSessionWorkerError::FailToSendInitializeRequest(
+                    SessionError::SessionServiceTerminated,
+                ),
+                "answering initialize",
+            )
+        })?;
+        answer
+            .responder
+            .send(Ok(()))
+            .map_err(|_| WorkerQuitReason::HandlerTerminated)?;
+
+        let idle = self.config.keep_alive.unwrap_or(Duration::MAX);
+        let ct = context.cancellation_token.clone();
+        loop {
+            self.evict_expired();
+            tokio::select! {
+                event = self.event_rx.recv() => {
+                    let Some(event) = event else {
+                        return Err(WorkerQuitReason::fatal(
+                            LocalSessionWorkerError::TransportTerminated,
+                            "waiting for the next session event",
+                        ));
+                    };
+                    if !self.on_http(event, &mut context).await? {
+                        return Err(WorkerQuitReason::TransportClosed);
+                    }
+                }
+                sent = context.recv_from_handler() => {
+                    let sent = sent?;
+                    let result = self
+                        .deliver(sent.message)
+                        .await
+                        .map_err(LocalSessionWorkerError::FailToHandleMessage);
+                    if sent.responder.send(result).is_err() {
+                        tracing::debug!(session_id = %self.id, "handler stopped waiting for a send result");
+                    }
+                }
+                _ = ct.cancelled() => return Err(WorkerQuitReason::Cancelled),
+                _ = tokio::time::sleep(idle) => return Err(WorkerQuitReason::IdleTimeout(idle)),
+            }
+        }
+    }
+}

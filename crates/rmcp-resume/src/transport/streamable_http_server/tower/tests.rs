@@ -1,0 +1,93 @@
+//! The service's pure parts: the warning throttle, header parsing, config.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use http::HeaderValue;
+use tracing::Level;
+use tracing_subscriber::layer::{Context as LayerContext, SubscriberExt};
+
+use super::StreamableHttpServerConfig;
+use super::request::accepts_event_stream;
+use super::stats::Telemetry;
+use crate::transport::common::server_side_http::SessionId;
+
+/// Counts events by level.
+#[derive(Clone, Default)]
+struct Levels(Arc<[AtomicUsize; 2]>);
+
+impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Levels {
+    fn on_event(&self, event: &tracing::Event<'_>, _: LayerContext<'_, S>) {
+        match *event.metadata().level() {
+            Level::WARN => self.0[0].fetch_add(1, Ordering::SeqCst),
+            Level::DEBUG => self.0[1].fetch_add(1, Ordering::SeqCst),
+            _ => 0,
+        };
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn resume_failures_warn_once_per_session_per_minute() {
+    let levels = Levels::default();
+    let subscriber = tracing_subscriber::registry().with(levels.clone());
+    let _guard = tracing::subscriber::set_default(subscriber);
+    let telemetry = Telemetry::default();
+    let (a, b): (SessionId, SessionId) = ("a".into(), "b".into());
+    let counts = || {
+        (
+            levels.0[0].load(Ordering::SeqCst),
+            levels.0[1].load(Ordering::SeqCst),
+        )
+    };
+
+    // A peer looping on a bad cursor: one WARN, the rest at DEBUG.
+    for _ in 0..100 {
+        telemetry.resume_failed(&a, "5", "evicted", Some("9"));
+    }
+    assert_eq!(counts(), (1, 99));
+    // Another session has its own budget.
+    telemetry.resume_failed(&b, "5", "evicted", None);
+    assert_eq!(counts(), (2, 99));
+    // Still inside the minute for `a`.
+    tokio::time::advance(Duration::from_secs(59)).await;
+    telemetry.resume_failed(&a, "5", "evicted", Some("9"));
+    assert_eq!(counts(), (2, 100));
+    // A minute after the last WARN, `a` may warn again.
+    tokio::time::advance(Duration::from_secs(2)).await;
+    telemetry.resume_failed(&a, "5", "evicted", Some("9"));
+    assert_eq!(counts(), (3, 100));
+}
+
+#[test]
+fn accept_header_parsing_honours_q_zero() {
+    let accepts = |value: &str| {
+        let mut headers = http::HeaderMap::new();
+        headers.insert(
+            http::header::ACCEPT,
+            HeaderValue::from_str(value).unwrap_or_else(|e| panic!("{e}")),
+        );
+        accepts_event_stream(&headers)
+    };
+    assert!(accepts("text/event-stream"));
+    assert!(accepts("application/json, TEXT/EVENT-STREAM;q=0.5"));
+    assert!(!accepts("text/event-stream;q=0"));
+    assert!(!accepts("application/json"));
+    assert!(!accepts("text/*"));
+}
+
+#[test]
+fn config_round_trips_into_upstream() {
+    let config = StreamableHttpServerConfig::default()
+        .with_sse_keep_alive(Some(Duration::from_secs(7)))
+        .with_allowed_hosts(["example.com"])
+        .with_max_request_body_bytes(1234)
+        .enforce_origin_validation();
+    let upstream = config.to_upstream();
+    assert_eq!(upstream.sse_keep_alive, Some(Duration::from_secs(7)));
+    assert_eq!(upstream.allowed_hosts, ["example.com"]);
+    assert_eq!(upstream.max_request_body_bytes, 1234);
+    let defaults = StreamableHttpServerConfig::default();
+    assert!(defaults.legacy_session_mode);
+    assert_eq!(defaults.sse_retry, Some(Duration::from_secs(3)));
+}
