@@ -28,9 +28,9 @@ use futures::StreamExt;
 use rmcp::RoleClient;
 use rmcp::model::{CallToolRequestParams, ClientConfig};
 use rmcp::service::RunningService;
-use rmcp_resume_e2e::DemoServer;
-use rmcp_resume_e2e::raw::{RawSession, SseReader};
-use rmcp_resume_e2e::scenario::{self, Ending, Setup, Side, serve_side};
+use rmcp_resume_testkit::raw::{RawSession, SseReader};
+use rmcp_resume_testkit::scenario::{self, Ending};
+use rmcp_resume_testkit::{Side, TestServer};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio_util::sync::CancellationToken;
@@ -84,12 +84,12 @@ impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for WarnCounter {
 /// response written after its priming event waits on the peer's delayed ACK
 /// (~40 ms) on both sides, and single calls measure only that.
 async fn serve(side: Side, ct: &CancellationToken) -> AnyResult<String> {
-    let setup = Setup {
-        nodelay: true,
-        ..Setup::default()
-    };
-    let addr = serve_side(side, || Ok(DemoServer::new()), &setup, ct).await?;
-    Ok(format!("http://{addr}/mcp"))
+    let served = TestServer::new(side)
+        .nodelay()
+        .cancelled_by(ct)
+        .serve()
+        .await?;
+    Ok(served.into_url())
 }
 
 async fn client(side: Side, url: &str) -> AnyResult<RunningService<RoleClient, ClientConfig>> {

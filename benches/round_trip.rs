@@ -11,16 +11,18 @@ use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use rmcp::RoleClient;
 use rmcp::model::{CallToolRequestParams, ClientConfig};
 use rmcp::service::RunningService;
-use rmcp_resume_e2e::DemoServer;
-use rmcp_resume_e2e::scenario::{Setup, Side, connect, serve_side};
+use rmcp_resume_testkit::scenario::connect;
+use rmcp_resume_testkit::{Side, TestServer};
 use tokio_util::sync::CancellationToken;
 
 /// The demo handler on a `side` server with its defaults; returns the URL.
 async fn serve(side: Side, ct: &CancellationToken) -> String {
-    let addr = serve_side(side, || Ok(DemoServer::new()), &Setup::default(), ct)
+    TestServer::new(side)
+        .cancelled_by(ct)
+        .serve()
         .await
-        .unwrap_or_else(|e| panic!("bind: {e}"));
-    format!("http://{addr}/mcp")
+        .unwrap_or_else(|e| panic!("bind: {e}"))
+        .into_url()
 }
 
 async fn client(side: Side, url: &str) -> RunningService<RoleClient, ClientConfig> {

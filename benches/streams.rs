@@ -13,23 +13,21 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
-use rmcp_resume_e2e::DemoServer;
-use rmcp_resume_e2e::raw::{RawSession, SseReader};
-use rmcp_resume_e2e::scenario::{Setup, Side, serve_side};
+use rmcp_resume_testkit::raw::{RawSession, SseReader};
+use rmcp_resume_testkit::{Side, TestServer};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 /// Serves the demo handler on `side`, retaining `capacity` events per stream.
 async fn serve(side: Side, capacity: usize, ct: &CancellationToken) -> String {
-    let setup = Setup {
-        capacity: Some(capacity),
-        no_keep_alive: true,
-        ..Setup::default()
-    };
-    let addr = serve_side(side, || Ok(DemoServer::new()), &setup, ct)
+    TestServer::new(side)
+        .window(capacity)
+        .keep_alive(None)
+        .cancelled_by(ct)
+        .serve()
         .await
-        .unwrap_or_else(|e| panic!("bind: {e}"));
-    format!("http://{addr}/mcp")
+        .unwrap_or_else(|e| panic!("bind: {e}"))
+        .into_url()
 }
 
 async fn announce(session: &mut RawSession, count: u32) {

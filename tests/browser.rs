@@ -24,12 +24,11 @@ use axum::extract::{Query, Request, State};
 use axum::http::{HeaderValue, StatusCode};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::{get, post};
-use rmcp::transport::StreamableHttpServerConfig;
 use rmcp::transport::streamable_http_server::StreamableHttpService;
-use rmcp::transport::streamable_http_server::session::local::{LocalSessionManager, SessionConfig};
-use rmcp_resume_e2e::{DemoServer, demo_service_and_manager};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp_resume_testkit::{DemoServer, Side, TestServer};
 use serde_json::Value;
-use tokio::sync::{Notify, watch};
+use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use tower_service::Service;
 
@@ -135,13 +134,10 @@ async fn serve_site(
     channel_capacity: usize,
     ct: CancellationToken,
 ) -> anyhow::Result<(SocketAddr, Site)> {
-    let mut session = SessionConfig::default();
-    session.channel_capacity = channel_capacity;
-    let (service, manager) = demo_service_and_manager(
-        Arc::new(Notify::new()),
-        session,
-        StreamableHttpServerConfig::default().with_cancellation_token(ct.child_token()),
-    );
+    let (service, manager) = TestServer::new(Side::Fork)
+        .window(channel_capacity)
+        .cancelled_by(&ct)
+        .demo_service();
     let site = Site {
         service: service.clone(),
         manager,

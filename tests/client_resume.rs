@@ -3,32 +3,26 @@
 //! client is away, ends with the response or a clear error, in a bounded
 //! number of requests. Against the fork's server and against upstream's.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::model::{CallToolRequestParams, ClientConfig};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::{ServiceError, ServiceExt};
-use rmcp_resume_e2e::DemoServer;
-use rmcp_resume_e2e::proxy::Proxy;
-use rmcp_resume_e2e::serve_ephemeral;
+use rmcp_resume_testkit::proxy::Proxy;
+use rmcp_resume_testkit::{Served, Side, TestServer};
 use serde_json::json;
-use tokio::sync::Notify;
-use tokio_util::sync::CancellationToken;
 
 /// Bound on the whole scenario, so a regression fails instead of hanging.
 const LIMIT: Duration = Duration::from_secs(60);
 
-struct Signals {
-    gate: Arc<Notify>,
-    finished: Arc<Notify>,
-}
-
-fn signals() -> Signals {
-    Signals {
-        gate: Arc::new(Notify::new()),
-        finished: Arc::new(Notify::new()),
-    }
+/// A `side` server priming `retry: 100`, behind a proxy that marks progress.
+async fn behind_proxy(side: Side) -> anyhow::Result<(Served, Proxy)> {
+    let served = TestServer::new(side)
+        .retry(Some(Duration::from_millis(100)))
+        .serve()
+        .await?;
+    let proxy = Proxy::start(served.addr, "notifications/progress", served.ct.clone()).await?;
+    Ok((served, proxy))
 }
 
 fn work_call() -> CallToolRequestParams {
@@ -42,7 +36,7 @@ fn work_call() -> CallToolRequestParams {
 
 /// Calls `work`, cuts every connection once its progress went out, lets the
 /// tool finish while nothing is connected, and returns how the call ended.
-async fn cut_call(proxy: &Proxy, s: &Signals) -> anyhow::Result<Result<String, ServiceError>> {
+async fn cut_call(proxy: &Proxy, s: &Served) -> anyhow::Result<Result<String, ServiceError>> {
     let client = ClientConfig::default()
         .serve(StreamableHttpClientTransport::from_uri(format!(
             "http://{}/mcp",
@@ -72,48 +66,20 @@ async fn cut_call(proxy: &Proxy, s: &Signals) -> anyhow::Result<Result<String, S
 
 #[tokio::test]
 async fn fork_server_delivers_the_response_produced_while_cut() -> anyhow::Result<()> {
-    let ct = CancellationToken::new();
-    let s = signals();
-    let (gate, finished) = (s.gate.clone(), s.finished.clone());
-    let manager: Arc<rmcp::transport::streamable_http_server::session::local::LocalSessionManager> =
-        Arc::default();
-    let service = rmcp::transport::StreamableHttpService::new(
-        move || Ok(DemoServer::with_signals(gate.clone(), finished.clone())),
-        manager,
-        rmcp::transport::StreamableHttpServerConfig::default()
-            .with_sse_retry(Some(Duration::from_millis(100)))
-            .with_cancellation_token(ct.child_token()),
-    );
-    let (addr, _) = serve_ephemeral(service.clone(), ct.clone()).await?;
-    let proxy = Proxy::start(addr, "notifications/progress", ct.clone()).await?;
+    let (s, proxy) = behind_proxy(Side::Fork).await?;
     let outcome = cut_call(&proxy, &s).await?;
     assert_eq!(outcome.ok().as_deref(), Some("finished 2 steps"));
     assert!(proxy.resumes() <= 3, "{} resumes", proxy.resumes());
-    assert!(
-        service.resume_stats().replayed >= 1,
-        "{:?}",
-        service.resume_stats()
-    );
-    ct.cancel();
+    let stats = s.resume_stats();
+    assert!(stats.is_some_and(|stats| stats.replayed >= 1), "{stats:?}");
     Ok(())
 }
 
 #[tokio::test]
 async fn upstream_server_gives_a_clear_error_in_bounded_requests() -> anyhow::Result<()> {
-    let ct = CancellationToken::new();
-    let s = signals();
-    let (gate, finished) = (s.gate.clone(), s.finished.clone());
     // Upstream drops a request's stream once answered, then answers the
     // resume with an empty 200: the loop that motivated the fork.
-    let service = upstream::transport::StreamableHttpService::new(
-        move || Ok(DemoServer::with_signals(gate.clone(), finished.clone())),
-        Arc::new(upstream::transport::streamable_http_server::session::local::LocalSessionManager::default()),
-        upstream::transport::StreamableHttpServerConfig::default()
-            .with_sse_retry(Some(Duration::from_millis(100)))
-            .with_cancellation_token(ct.child_token()),
-    );
-    let (addr, _) = serve_ephemeral(service, ct.clone()).await?;
-    let proxy = Proxy::start(addr, "notifications/progress", ct.clone()).await?;
+    let (s, proxy) = behind_proxy(Side::Upstream).await?;
     let outcome = cut_call(&proxy, &s).await?;
     let error = match outcome {
         Ok(text) => anyhow::bail!("a lost response cannot arrive, got {text:?}"),
@@ -121,7 +87,6 @@ async fn upstream_server_gives_a_clear_error_in_bounded_requests() -> anyhow::Re
     };
     assert!(error.contains("resumption failed"), "{error}");
     assert!(proxy.resumes() <= 4, "{} resumes", proxy.resumes());
-    ct.cancel();
     Ok(())
 }
 
@@ -131,11 +96,10 @@ async fn worker_spawned_by_hand_is_the_forks() -> anyhow::Result<()> {
     use rmcp::transport::streamable_http_client::{
         StreamableHttpClientTransportConfig, StreamableHttpClientWorker,
     };
-    let ct = CancellationToken::new();
-    let (addr, _) = rmcp_resume_e2e::serve_demo_ephemeral(ct.clone()).await?;
+    let served = TestServer::new(Side::Fork).serve().await?;
     let worker = StreamableHttpClientWorker::new(
         reqwest::Client::new(),
-        StreamableHttpClientTransportConfig::with_uri(format!("http://{addr}/mcp")),
+        StreamableHttpClientTransportConfig::with_uri(served.url.clone()),
     );
     // The fork's worker carries the fork-only knobs.
     assert_eq!(worker.resume.max_failed_resumes, 3);
@@ -152,6 +116,5 @@ async fn worker_spawned_by_hand_is_the_forks() -> anyhow::Result<()> {
         .map(|t| t.text.clone());
     assert_eq!(text.as_deref(), Some("rmcp-resume 0.1.0 over rmcp 3.11.0"));
     client.cancel().await?;
-    ct.cancel();
     Ok(())
 }

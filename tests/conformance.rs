@@ -10,11 +10,8 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
-use rmcp::transport::StreamableHttpServerConfig;
-use rmcp_resume_e2e::everything::everything_service;
-use rmcp_resume_e2e::serve_ephemeral;
+use rmcp_resume_testkit::TestServer;
 use serde_json::Value;
-use tokio_util::sync::CancellationToken;
 
 /// A bound on one suite run; the server suite takes about 5 s here.
 const LIMIT: Duration = Duration::from_secs(300);
@@ -136,16 +133,10 @@ fn assert_clean(scenarios: &[(String, Vec<Value>)]) {
 #[tokio::test]
 async fn everything_server_passes_the_whole_server_suite() -> anyhow::Result<()> {
     let suite = Suite::new("server")?;
-    let ct = CancellationToken::new();
-    let service = everything_service(
-        StreamableHttpServerConfig::default().with_cancellation_token(ct.child_token()),
-    );
-    let (addr, _) = serve_ephemeral(service.clone(), ct.clone()).await?;
-    let url = format!("http://{addr}/mcp");
+    let served = TestServer::everything().serve().await?;
     let log = suite
-        .run(&["server", "--url", &url, "--suite", "all"])
+        .run(&["server", "--url", &served.url, "--suite", "all"])
         .await?;
-    ct.cancel();
     assert!(log.contains("0 failed"), "{log}");
 
     let scenarios = suite.checks()?;
@@ -174,11 +165,8 @@ async fn everything_server_passes_the_whole_server_suite() -> anyhow::Result<()>
         !on_post,
         "the response came on the POST stream: {polling:#?}"
     );
-    assert!(
-        service.resume_stats().replayed >= 1,
-        "{:?}",
-        service.resume_stats()
-    );
+    let stats = served.resume_stats();
+    assert!(stats.is_some_and(|stats| stats.replayed >= 1), "{stats:?}");
     Ok(())
 }
 

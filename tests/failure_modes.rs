@@ -7,8 +7,9 @@
 
 use std::time::Duration;
 
-use rmcp_resume_e2e::raw::{RawSession, SseReader};
-use rmcp_resume_e2e::scenario::{self, Ending, Side, World, cut_call};
+use rmcp_resume_testkit::Side;
+use rmcp_resume_testkit::raw::{RawSession, SseReader};
+use rmcp_resume_testkit::scenario::{self, Ending, World, cut_call};
 use serde_json::json;
 
 /// How long upstream's side is watched for a loop or a hang.

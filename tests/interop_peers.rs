@@ -6,14 +6,10 @@
 
 use std::path::PathBuf;
 use std::process::Stdio;
-use std::sync::Arc;
 use std::time::Duration;
 
-use rmcp::transport::StreamableHttpServerConfig;
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
-use rmcp_resume_e2e::proxy::Proxy;
-use rmcp_resume_e2e::{DemoServer, serve_ephemeral};
-use tokio::sync::Notify;
+use rmcp_resume_testkit::proxy::Proxy;
+use rmcp_resume_testkit::{Side, TestServer};
 use tokio_util::sync::CancellationToken;
 
 const LIMIT: Duration = Duration::from_secs(90);
@@ -41,18 +37,11 @@ async fn run_peer(
     String,
     rmcp::transport::streamable_http_server::tower::ResumeStats,
 )> {
-    let ct = CancellationToken::new();
-    let (gate, finished) = (Arc::new(Notify::new()), Arc::new(Notify::new()));
-    let (g, f) = (gate.clone(), finished.clone());
-    let service = rmcp::transport::StreamableHttpService::new(
-        move || Ok(DemoServer::with_signals(g.clone(), f.clone())),
-        Arc::new(LocalSessionManager::default()),
-        StreamableHttpServerConfig::default()
-            .with_sse_retry(Some(Duration::from_millis(200)))
-            .with_cancellation_token(ct.child_token()),
-    );
-    let (addr, _) = serve_ephemeral(service.clone(), ct.clone()).await?;
-    let proxy = Proxy::start(addr, "notifications/progress", ct.clone()).await?;
+    let served = TestServer::new(Side::Fork)
+        .retry(Some(Duration::from_millis(200)))
+        .serve()
+        .await?;
+    let proxy = Proxy::start(served.addr, "notifications/progress", served.ct.clone()).await?;
     let child = tokio::process::Command::new(&program)
         .args(args)
         .arg(format!("http://{}/mcp", proxy.addr))
@@ -67,9 +56,12 @@ async fn run_peer(
         done = &mut output => anyhow::bail!("peer ended before the cut: {:?}", done.map(|o| String::from_utf8_lossy(&o.stdout).into_owned())),
     }
     proxy.cut();
-    gate.notify_one();
+    served.gate.notify_one();
     let output = tokio::time::timeout(LIMIT, output).await??;
-    ct.cancel();
+    let stats = served
+        .resume_stats()
+        .ok_or_else(|| anyhow::anyhow!("a fork server counts its resumes"))?;
+    drop(served);
     let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
     anyhow::ensure!(
         output.status.success(),
@@ -77,7 +69,7 @@ async fn run_peer(
         output.status,
         String::from_utf8_lossy(&output.stderr)
     );
-    Ok((stdout, service.resume_stats()))
+    Ok((stdout, stats))
 }
 
 fn assert_scenario(stdout: &str) {

@@ -1,17 +1,17 @@
 //! Proof (a): an application that renames `rmcp-resume` to `rmcp` compiles
 //! unchanged, macros included, and talks streamable HTTP through the fork.
 //!
-//! The root package depends on `rmcp = { package = "rmcp-resume", … }`, and
-//! its support library defines its tools with `#[tool_router]`, `#[tool]` and
-//! `#[tool_handler]`, so this binary is exactly such an application.
+//! The root package and the test kit depend on `rmcp = { package =
+//! "rmcp-resume", … }`, and the kit's demo server defines its tools with
+//! `#[tool_router]`, `#[tool]` and `#[tool_handler]`, so this binary is
+//! exactly such an application.
 
 use rmcp::{
     ServiceExt,
     model::{CallToolRequestParams, ClientConfig},
     transport::StreamableHttpClientTransport,
 };
-use rmcp_resume_e2e::serve_demo_ephemeral;
-use tokio_util::sync::CancellationToken;
+use rmcp_resume_testkit::{Side, TestServer};
 
 fn first_text(result: &rmcp::model::CallToolResult) -> Option<String> {
     result
@@ -27,9 +27,8 @@ async fn renamed_dependency_serves_macro_tools_through_the_fork() -> anyhow::Res
     assert_eq!(rmcp::fork::PACKAGE, "rmcp-resume");
     assert_eq!(rmcp::fork::UPSTREAM_VERSION, "3.11.0");
 
-    let ct = CancellationToken::new();
-    let (addr, server) = serve_demo_ephemeral(ct.clone()).await?;
-    let transport = StreamableHttpClientTransport::from_uri(format!("http://{addr}/mcp"));
+    let served = TestServer::new(Side::Fork).serve().await?;
+    let transport = StreamableHttpClientTransport::from_uri(served.url.clone());
     let client = ClientConfig::default().serve(transport).await?;
 
     let tools = client.list_all_tools().await?;
@@ -67,8 +66,6 @@ async fn renamed_dependency_serves_macro_tools_through_the_fork() -> anyhow::Res
     );
 
     client.cancel().await?;
-    ct.cancel();
-    server.await?;
     Ok(())
 }
 

@@ -3,31 +3,26 @@
 //! clock jump.
 
 use std::convert::Infallible;
-use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::combinators::BoxBody;
 use http_body_util::{BodyExt, Full};
 use rmcp::transport::StreamableHttpService;
-use rmcp::transport::streamable_http_server::StreamableHttpServerConfig;
-use rmcp::transport::streamable_http_server::session::local::{LocalSessionManager, SessionConfig};
-use rmcp_resume_e2e::DemoServer;
-use rmcp_resume_e2e::raw::PROTOCOL;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp_resume_testkit::raw::PROTOCOL;
+use rmcp_resume_testkit::{DemoServer, Side, TestServer};
 use serde_json::{Value, json};
 
 type Service = StreamableHttpService<DemoServer, LocalSessionManager>;
 
 fn service(ttl: Duration) -> Service {
-    let mut session = SessionConfig::default();
-    session.completed_cache_ttl = ttl;
-    session.keep_alive = None;
-    session.init_timeout = None;
-    rmcp_resume_e2e::demo_service_with(
-        Arc::new(tokio::sync::Notify::new()),
-        session,
-        StreamableHttpServerConfig::default().with_sse_keep_alive(None),
-    )
+    TestServer::new(Side::Fork)
+        .completed_ttl(ttl)
+        .without_session_timers()
+        .keep_alive(None)
+        .demo_service()
+        .0
 }
 
 fn request(

@@ -1,56 +1,28 @@
 //! The fork's server over real HTTP: what a resume is answered with, byte for
 //! byte, in every case the resumption issue lists.
 
-use std::sync::Arc;
-
 use rmcp::transport::resumption::{REPLAY_FLOOR_HEADER, REPLAY_NOTICE_EVENT, ReplayNotice};
-use rmcp::transport::streamable_http_server::StreamableHttpServerConfig;
-use rmcp::transport::streamable_http_server::session::local::SessionConfig;
-use rmcp_resume_e2e::raw::{Frame, RawSession, SseReader};
-use rmcp_resume_e2e::{demo_service_with, serve_ephemeral};
+use rmcp::transport::streamable_http_server::tower::ResumeStats;
+use rmcp_resume_testkit::raw::{Frame, RawSession, SseReader};
+use rmcp_resume_testkit::{Served, Side, TestServer};
 use serde_json::{Value, json};
-use tokio::sync::Notify;
-use tokio_util::sync::CancellationToken;
 
-struct Harness {
-    url: String,
-    gate: Arc<Notify>,
-    ct: CancellationToken,
-    service: rmcp::transport::StreamableHttpService<
-        rmcp_resume_e2e::DemoServer,
-        rmcp::transport::streamable_http_server::session::local::LocalSessionManager,
-    >,
+/// A fork server with a replay window of `capacity` events, no keep-alive
+/// comments and no session timers.
+fn server(capacity: usize) -> TestServer {
+    TestServer::new(Side::Fork)
+        .window(capacity)
+        .keep_alive(None)
+        .without_session_timers()
 }
 
-impl Drop for Harness {
-    fn drop(&mut self) {
-        self.ct.cancel();
-    }
+async fn harness(capacity: usize) -> anyhow::Result<Served> {
+    Ok(server(capacity).serve().await?)
 }
 
-fn session_config(capacity: usize) -> SessionConfig {
-    let mut config = SessionConfig::default();
-    config.channel_capacity = capacity;
-    // No timers: tests on tokio's paused clock must not see them fire.
-    config.keep_alive = None;
-    config.init_timeout = None;
-    config
-}
-
-async fn harness(session: SessionConfig) -> anyhow::Result<Harness> {
-    let gate = Arc::new(Notify::new());
-    let ct = CancellationToken::new();
-    let config = StreamableHttpServerConfig::default()
-        .with_sse_keep_alive(None)
-        .with_cancellation_token(ct.child_token());
-    let service = demo_service_with(gate.clone(), session, config);
-    let (addr, _task) = serve_ephemeral(service.clone(), ct.clone()).await?;
-    Ok(Harness {
-        url: format!("http://{addr}/mcp"),
-        gate,
-        ct,
-        service,
-    })
+fn stats(h: &Served) -> ResumeStats {
+    h.resume_stats()
+        .unwrap_or_else(|| panic!("a fork server counts its resumes"))
 }
 
 fn notice(frame: &Frame) -> ReplayNotice {
@@ -101,7 +73,7 @@ async fn cut_work_call(session: &mut RawSession, steps: u32) -> anyhow::Result<(
 
 #[tokio::test]
 async fn response_produced_while_cut_is_replayed_strictly_after_the_cursor() -> anyhow::Result<()> {
-    let h = harness(session_config(16)).await?;
+    let h = harness(16).await?;
     let mut session = RawSession::open(&h.url).await?;
     let (id, seen) = cut_work_call(&mut session, 3).await?;
     let ids: Vec<_> = seen.iter().filter_map(|f| f.id.clone()).collect();
@@ -137,13 +109,13 @@ async fn response_produced_while_cut_is_replayed_strictly_after_the_cursor() -> 
     assert_eq!(frames[2].json().map(|j| j["id"].clone()), Some(json!(id)));
     assert_eq!(result_text(&frames[2]).as_deref(), Some("finished 3 steps"));
     assert_eq!(frames.len(), 3, "{frames:?}");
-    assert_eq!(h.service.resume_stats().replayed, 1);
+    assert_eq!(stats(&h).replayed, 1);
     Ok(())
 }
 
 #[tokio::test]
 async fn drained_complete_stream_answers_204_not_an_empty_200() -> anyhow::Result<()> {
-    let h = harness(session_config(16)).await?;
+    let h = harness(16).await?;
     let mut session = RawSession::open(&h.url).await?;
     let (_, response) = session
         .call("sum", json!({ "a": 1, "b": 2 }), false)
@@ -156,14 +128,14 @@ async fn drained_complete_stream_answers_204_not_an_empty_200() -> anyhow::Resul
         .ok_or_else(|| anyhow::anyhow!("no ids in {frames:?}"))?;
     let response = session.resume(&last).await?;
     assert_eq!(response.status(), 204, "nothing follows the response");
-    assert_eq!(h.service.resume_stats().rejected, 1);
+    assert_eq!(stats(&h).rejected, 1);
     Ok(())
 }
 
 #[tokio::test]
 async fn request_cursor_below_the_floor_is_rejected_with_the_floor() -> anyhow::Result<()> {
     // A log of 4 events: priming + 9 progress steps evict the early ones.
-    let h = harness(session_config(4)).await?;
+    let h = harness(4).await?;
     let mut session = RawSession::open(&h.url).await?;
     let (_, seen) = cut_work_call(&mut session, 9).await?;
     let stream = seen[0]
@@ -186,7 +158,7 @@ async fn request_cursor_below_the_floor_is_rejected_with_the_floor() -> anyhow::
 #[tokio::test]
 async fn standalone_cursor_below_the_floor_falls_back_to_a_declared_fresh_stream()
 -> anyhow::Result<()> {
-    let h = harness(session_config(4)).await?;
+    let h = harness(4).await?;
     let mut session = RawSession::open(&h.url).await?;
     // Ten notifications with no standalone reader: the log keeps 7..=10.
     let (_, response) = session
@@ -229,13 +201,13 @@ async fn standalone_cursor_below_the_floor_falls_back_to_a_declared_fresh_stream
         .await?
         .ok_or_else(|| anyhow::anyhow!("ended"))?;
     assert_eq!(live.id.as_deref(), Some("11"));
-    assert_eq!(h.service.resume_stats().fallback, 1);
+    assert_eq!(stats(&h).fallback, 1);
     Ok(())
 }
 
 #[tokio::test]
 async fn fresh_standalone_priming_id_precedes_the_first_event() -> anyhow::Result<()> {
-    let h = harness(session_config(16)).await?;
+    let h = harness(16).await?;
     let mut session = RawSession::open(&h.url).await?;
     let mut reader = SseReader::new(session.get(None).await?);
     let priming = reader
@@ -262,7 +234,7 @@ async fn fresh_standalone_priming_id_precedes_the_first_event() -> anyhow::Resul
 
 #[tokio::test]
 async fn shadow_is_promoted_when_the_primary_goes_away() -> anyhow::Result<()> {
-    let h = harness(session_config(16)).await?;
+    let h = harness(16).await?;
     let mut session = RawSession::open(&h.url).await?;
     let mut primary = SseReader::new(session.get(None).await?);
     assert!(primary.next().await?.is_some(), "priming");
@@ -306,7 +278,7 @@ async fn shadow_is_promoted_when_the_primary_goes_away() -> anyhow::Result<()> {
 
 #[tokio::test]
 async fn stalled_standalone_reader_does_not_block_the_session() -> anyhow::Result<()> {
-    let h = harness(session_config(4)).await?;
+    let h = harness(4).await?;
     let mut session = RawSession::open(&h.url).await?;
     // Opened and never read.
     let stalled = session.get(None).await?;
@@ -336,7 +308,7 @@ async fn stalled_standalone_reader_does_not_block_the_session() -> anyhow::Resul
 
 #[tokio::test]
 async fn bad_cursors_get_a_clear_4xx_and_the_session_survives() -> anyhow::Result<()> {
-    let h = harness(session_config(16)).await?;
+    let h = harness(16).await?;
     let mut session = RawSession::open(&h.url).await?;
     let mib = vec![b'7'; 1 << 20];
     let cases: [(&str, &[u8]); 7] = [
@@ -376,18 +348,18 @@ async fn bad_cursors_get_a_clear_4xx_and_the_session_survives() -> anyhow::Resul
 
 #[tokio::test]
 async fn unknown_session_is_404_and_counted() -> anyhow::Result<()> {
-    let h = harness(session_config(16)).await?;
+    let h = harness(16).await?;
     let mut session = RawSession::open(&h.url).await?;
     session.session = "not-a-session".into();
     let response = session.resume("3").await?;
     assert_eq!(response.status(), 404);
-    assert_eq!(h.service.resume_stats().session_lost, 1);
+    assert_eq!(stats(&h).session_lost, 1);
     Ok(())
 }
 
 #[tokio::test]
 async fn cursor_from_another_session_never_yields_its_events() -> anyhow::Result<()> {
-    let h = harness(session_config(16)).await?;
+    let h = harness(16).await?;
     let mut a = RawSession::open(&h.url).await?;
     let b = RawSession::open(&h.url).await?;
     // Session A has standalone events 1..=3; B has none.
@@ -416,7 +388,7 @@ async fn cursor_from_another_session_never_yields_its_events() -> anyhow::Result
 
 #[tokio::test]
 async fn concurrent_resumes_of_one_cursor_leave_one_live_reader() -> anyhow::Result<()> {
-    let h = harness(session_config(16)).await?;
+    let h = harness(16).await?;
     let mut session = RawSession::open(&h.url).await?;
     let (_, seen) = cut_work_call(&mut session, 1).await?;
     let cursor = seen[1].id.clone().unwrap_or_default();
@@ -441,7 +413,7 @@ async fn concurrent_resumes_of_one_cursor_leave_one_live_reader() -> anyhow::Res
 
 #[tokio::test]
 async fn delete_answers_200_and_ends_the_session() -> anyhow::Result<()> {
-    let h = harness(session_config(16)).await?;
+    let h = harness(16).await?;
     let session = RawSession::open(&h.url).await?;
     let response = session.delete().await?;
     assert_eq!(response.status(), 200);
@@ -451,7 +423,7 @@ async fn delete_answers_200_and_ends_the_session() -> anyhow::Result<()> {
 
 #[tokio::test]
 async fn resume_keeps_upstream_request_validation() -> anyhow::Result<()> {
-    let h = harness(session_config(16)).await?;
+    let h = harness(16).await?;
     let session = RawSession::open(&h.url).await?;
     let http = reqwest::Client::new();
     let get = |headers: &[(&str, &str)]| {
@@ -478,19 +450,13 @@ async fn resume_keeps_upstream_request_validation() -> anyhow::Result<()> {
             .status(),
         400
     );
-    assert_eq!(
-        h.service.resume_stats(),
-        Default::default(),
-        "nothing was resumed"
-    );
+    assert_eq!(stats(&h), Default::default(), "nothing was resumed");
     Ok(())
 }
 
 #[tokio::test]
 async fn completed_streams_beyond_the_cap_are_forgotten_oldest_first() -> anyhow::Result<()> {
-    let mut config = session_config(16);
-    config.max_completed_streams = 2;
-    let h = harness(config).await?;
+    let h = server(16).max_completed_streams(2).serve().await?;
     let mut session = RawSession::open(&h.url).await?;
     let mut primings = Vec::new();
     for _ in 0..3 {
@@ -522,17 +488,11 @@ async fn completed_streams_beyond_the_cap_are_forgotten_oldest_first() -> anyhow
 async fn handler_side_close_by_request_id_keeps_the_stream_resumable() -> anyhow::Result<()> {
     use rmcp::model::RequestId;
 
-    let ct = CancellationToken::new();
-    let gate = Arc::new(Notify::new());
-    let (service, manager) = rmcp_resume_e2e::demo_service_and_manager(
-        gate.clone(),
-        session_config(16),
-        StreamableHttpServerConfig::default()
-            .with_sse_keep_alive(None)
-            .with_cancellation_token(ct.child_token()),
-    );
-    let (addr, _task) = serve_ephemeral(service, ct.clone()).await?;
-    let mut session = RawSession::open(&format!("http://{addr}/mcp")).await?;
+    let h = harness(16).await?;
+    let manager = h
+        .manager()
+        .ok_or_else(|| anyhow::anyhow!("a fork server has a manager"))?;
+    let mut session = RawSession::open(&h.url).await?;
     let (id, response) = session.call("work", json!({ "count": 1 }), true).await?;
     let mut reader = SseReader::new(response);
     let priming = reader
@@ -542,11 +502,8 @@ async fn handler_side_close_by_request_id_keeps_the_stream_resumable() -> anyhow
     assert!(priming.id.is_some(), "{priming:?}");
 
     let handle = manager
-        .sessions
-        .read()
+        .handle(&session.session.as_str().into())
         .await
-        .get(session.session.as_str())
-        .cloned()
         .ok_or_else(|| anyhow::anyhow!("session not registered"))?;
     // A request the session never saw is an error, and changes nothing.
     assert!(
@@ -573,12 +530,11 @@ async fn handler_side_close_by_request_id_keeps_the_stream_resumable() -> anyhow
         .ok_or_else(|| anyhow::anyhow!("retry without id: {rest:?}"))?;
 
     // The tool finishes while nobody is connected; the resume carries it.
-    gate.notify_one();
+    h.gate.notify_one();
     let frames = SseReader::new(session.resume(&cursor).await?)
         .collect()
         .await?;
     let text: Vec<_> = frames.iter().filter_map(result_text).collect();
     assert_eq!(text, ["finished 1 steps"], "{frames:?}");
-    ct.cancel();
     Ok(())
 }

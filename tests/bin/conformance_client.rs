@@ -69,7 +69,7 @@ fn call(name: &str, arguments: Value) -> anyhow::Result<CallToolRequestParams> {
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    rmcp_resume_e2e::init_tracing("warn");
+    rmcp_resume_testkit::init_tracing("warn");
     let url = std::env::args()
         .nth(1)
         .context("usage: conformance_client <server-url>")?;

@@ -2,7 +2,6 @@
 //! benchmark, written once for both sides: a server (upstream rmcp 3.11.0 or
 //! the fork) behind a cuttable proxy, and a client of the same side.
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -15,29 +14,7 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use crate::proxy::Proxy;
-use crate::{DemoServer, serve_at};
-
-/// Which implementation a scenario runs on.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Side {
-    /// Upstream rmcp 3.11.0, client and server.
-    Upstream,
-    /// The overlay.
-    Fork,
-}
-
-impl Side {
-    /// Both sides, upstream first.
-    pub const BOTH: [Side; 2] = [Side::Upstream, Side::Fork];
-
-    /// `"upstream"` or `"fork"`.
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Upstream => "upstream",
-            Self::Fork => "fork",
-        }
-    }
-}
+use crate::server::{Served, Side, TestServer};
 
 /// Counts the progress notifications a client receives.
 #[derive(Clone, Default)]
@@ -63,6 +40,7 @@ pub struct World {
     pub finished: Arc<Notify>,
     /// Ends the server and the proxy.
     pub ct: CancellationToken,
+    _server: Served,
 }
 
 impl Drop for World {
@@ -71,76 +49,22 @@ impl Drop for World {
     }
 }
 
-/// How a side's server is configured; the defaults keep the side's own.
-#[derive(Clone, Debug, Default)]
-pub struct Setup {
-    /// Events each stream retains (`SessionConfig::channel_capacity`).
-    pub capacity: Option<usize>,
-    /// The SSE `retry` sent in priming events.
-    pub retry: Option<Duration>,
-    /// Turn SSE keep-alive comments off.
-    pub no_keep_alive: bool,
-    /// Set `TCP_NODELAY` on accepted connections.
-    pub nodelay: bool,
-}
-
-/// Serves `factory`'s handlers on a `side` server configured by `setup`, at
-/// `/mcp` on 127.0.0.1:0 until `ct` is cancelled.
-pub async fn serve_side(
-    side: Side,
-    factory: impl Fn() -> Result<DemoServer, std::io::Error> + Send + Sync + 'static,
-    setup: &Setup,
-    ct: &CancellationToken,
-) -> std::io::Result<SocketAddr> {
-    // The two sides' types differ, their configuration does not: the same
-    // steps, once per crate.
-    macro_rules! serve_on {
-        ($krate:ident) => {{
-            let mut manager =
-                $krate::transport::streamable_http_server::session::local::LocalSessionManager::default();
-            if let Some(capacity) = setup.capacity {
-                manager.session_config.channel_capacity = capacity;
-            }
-            let mut config = $krate::transport::StreamableHttpServerConfig::default()
-                .with_cancellation_token(ct.child_token());
-            if setup.retry.is_some() {
-                config = config.with_sse_retry(setup.retry);
-            }
-            if setup.no_keep_alive {
-                config = config.with_sse_keep_alive(None);
-            }
-            let service =
-                $krate::transport::StreamableHttpService::new(factory, Arc::new(manager), config);
-            let addr = SocketAddr::from(([127, 0, 0, 1], 0));
-            serve_at(addr, service, ct.clone(), setup.nodelay).await?
-        }};
-    }
-    let served = match side {
-        Side::Upstream => serve_on!(upstream),
-        Side::Fork => serve_on!(rmcp),
-    };
-    Ok(served.0)
-}
-
 /// One server of `side` with a replay window of `capacity` events, sending
 /// `retry` in its priming events (`None`: the side's default).
 pub async fn world(side: Side, capacity: usize, retry: Option<Duration>) -> anyhow::Result<World> {
-    let ct = CancellationToken::new();
-    let (gate, finished) = (Arc::new(Notify::new()), Arc::new(Notify::new()));
-    let (g, f) = (gate.clone(), finished.clone());
-    let factory = move || Ok(DemoServer::with_signals(g.clone(), f.clone()));
-    let setup = Setup {
-        capacity: Some(capacity),
-        retry,
-        ..Setup::default()
-    };
-    let addr = serve_side(side, factory, &setup, &ct).await?;
-    let proxy = Proxy::start(addr, "notifications/progress", ct.clone()).await?;
+    let mut server = TestServer::new(side).window(capacity);
+    if let Some(retry) = retry {
+        server = server.retry(Some(retry));
+    }
+    let served = server.serve().await?;
+    let ct = served.ct.clone();
+    let proxy = Proxy::start(served.addr, "notifications/progress", ct.clone()).await?;
     Ok(World {
         proxy,
-        gate,
-        finished,
+        gate: served.gate.clone(),
+        finished: served.finished.clone(),
         ct,
+        _server: served,
     })
 }
 

@@ -1,29 +1,17 @@
-//! Shared support for the end-to-end tests, examples and benches.
-//!
-//! It holds one small MCP server written exactly as an application written
-//! against upstream rmcp would be (`#[tool_router]`, `#[tool]`,
-//! `#[tool_handler]`), and the plumbing to serve it on an ephemeral port.
+//! The demo tool server: one small MCP server written exactly as an
+//! application written against upstream rmcp would be (`#[tool_router]`,
+//! `#[tool]`, `#[tool_handler]`), with tools that let a test decide when a
+//! response exists.
 
-use std::net::SocketAddr;
 use std::sync::Arc;
-
-pub mod everything;
-pub mod proxy;
-pub mod raw;
-pub mod scenario;
 
 use rmcp::{
     Peer, RoleServer, ServerHandler,
     handler::server::{router::tool::ToolRouter, wrapper::Parameters},
     model::{ProgressNotificationParam, RequestMetaObject, ServerCapabilities, ServerConfig},
     schemars, tool, tool_handler, tool_router,
-    transport::streamable_http_server::{
-        StreamableHttpServerConfig, StreamableHttpService,
-        session::local::{LocalSessionManager, SessionConfig},
-    },
 };
 use tokio::sync::Notify;
-use tokio_util::sync::CancellationToken;
 
 /// Arguments of the `sum` tool.
 #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
@@ -204,150 +192,4 @@ impl ServerHandler for DemoServer {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
             .with_instructions("rmcp-resume demo server")
     }
-}
-
-/// A service for [`DemoServer`] with explicit configuration; every session
-/// shares `gate`.
-pub fn demo_service_with(
-    gate: Arc<Notify>,
-    session: SessionConfig,
-    config: StreamableHttpServerConfig,
-) -> StreamableHttpService<DemoServer, LocalSessionManager> {
-    demo_service_and_manager(gate, session, config).0
-}
-
-/// Like [`demo_service_with`], also returning the session manager, for
-/// tests that reach a session's handle (to close its connections, say).
-pub fn demo_service_and_manager(
-    gate: Arc<Notify>,
-    session: SessionConfig,
-    config: StreamableHttpServerConfig,
-) -> (
-    StreamableHttpService<DemoServer, LocalSessionManager>,
-    Arc<LocalSessionManager>,
-) {
-    let mut manager = LocalSessionManager::default();
-    manager.session_config = session;
-    let manager = Arc::new(manager);
-    let service = StreamableHttpService::new(
-        move || Ok(DemoServer::with_gate(gate.clone())),
-        manager.clone(),
-        config,
-    );
-    (service, manager)
-}
-
-/// Serves `service` at `/mcp` on 127.0.0.1:0 until `ct` is cancelled.
-pub async fn serve_ephemeral<S>(
-    service: S,
-    ct: CancellationToken,
-) -> std::io::Result<(SocketAddr, tokio::task::JoinHandle<()>)>
-where
-    S: McpService,
-    S::Future: Send + 'static,
-{
-    serve_at(SocketAddr::from(([127, 0, 0, 1], 0)), service, ct, false).await
-}
-
-/// What [`serve_at`] can serve: a streamable-HTTP tower service, upstream's
-/// or the fork's.
-pub trait McpService:
-    tower_service::Service<
-        axum::extract::Request,
-        Response = axum::response::Response<
-            http_body_util::combinators::BoxBody<bytes::Bytes, std::convert::Infallible>,
-        >,
-        Error = std::convert::Infallible,
-    > + Clone
-    + Send
-    + Sync
-    + 'static
-{
-}
-
-impl<S> McpService for S where
-    S: tower_service::Service<
-            axum::extract::Request,
-            Response = axum::response::Response<
-                http_body_util::combinators::BoxBody<bytes::Bytes, std::convert::Infallible>,
-            >,
-            Error = std::convert::Infallible,
-        > + Clone
-        + Send
-        + Sync
-        + 'static
-{
-}
-
-/// Serves `service` at `/mcp` on `addr` until `ct` is cancelled; returns the
-/// bound address (useful with port 0) and the server task. `nodelay` sets
-/// `TCP_NODELAY` on accepted connections, as a latency-minded deployment
-/// would; `axum::serve` leaves it off.
-pub async fn serve_at<S>(
-    addr: SocketAddr,
-    service: S,
-    ct: CancellationToken,
-    nodelay: bool,
-) -> std::io::Result<(SocketAddr, tokio::task::JoinHandle<()>)>
-where
-    S: McpService,
-    S::Future: Send + 'static,
-{
-    use axum::serve::ListenerExt;
-    let router = axum::Router::new().nest_service("/mcp", service);
-    let listener = tokio::net::TcpListener::bind(addr).await?;
-    let bound = listener.local_addr()?;
-    let listener = listener.tap_io(move |tcp| {
-        if nodelay {
-            let _ = tcp.set_nodelay(true);
-        }
-    });
-    let task = tokio::spawn(async move {
-        if let Err(error) = axum::serve(listener, router)
-            .with_graceful_shutdown(ct.cancelled_owned())
-            .await
-        {
-            tracing::error!(%error, "server stopped");
-        }
-    });
-    Ok((bound, task))
-}
-
-/// Logs to stderr, filtered by `RUST_LOG` (default `default`), for the
-/// examples and helper binaries.
-pub fn init_tracing(default: &str) {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .init();
-}
-
-/// The streamable-HTTP service for [`DemoServer`] with a local session manager.
-pub fn demo_service(
-    ct: &CancellationToken,
-) -> StreamableHttpService<DemoServer, LocalSessionManager> {
-    StreamableHttpService::new(
-        || Ok(DemoServer::new()),
-        Arc::new(LocalSessionManager::default()),
-        StreamableHttpServerConfig::default().with_cancellation_token(ct.child_token()),
-    )
-}
-
-/// Serves [`DemoServer`] at `/mcp` on `addr` until `ct` is cancelled.
-///
-/// Returns the bound address (useful with port 0) and the server task.
-pub async fn serve_demo(
-    addr: SocketAddr,
-    ct: CancellationToken,
-) -> std::io::Result<(SocketAddr, tokio::task::JoinHandle<()>)> {
-    serve_at(addr, demo_service(&ct), ct, false).await
-}
-
-/// Serves [`DemoServer`] on `127.0.0.1:0`.
-pub async fn serve_demo_ephemeral(
-    ct: CancellationToken,
-) -> std::io::Result<(SocketAddr, tokio::task::JoinHandle<()>)> {
-    serve_demo(SocketAddr::from(([127, 0, 0, 1], 0)), ct).await
 }

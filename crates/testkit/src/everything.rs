@@ -27,9 +27,7 @@ use rmcp::{
         UnsubscribeRequestParams,
     },
     service::RequestContext,
-    transport::streamable_http_server::{
-        StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
-    },
+    transport::streamable_http_server::session::local::LocalSessionManager,
 };
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
@@ -55,19 +53,6 @@ impl Everything {
     pub fn new(manager: Arc<LocalSessionManager>) -> Self {
         Self { manager }
     }
-}
-
-/// The everything server as a tower service over a fresh session manager.
-pub fn everything_service(
-    config: StreamableHttpServerConfig,
-) -> StreamableHttpService<Everything, LocalSessionManager> {
-    let manager = Arc::new(LocalSessionManager::default());
-    let handlers = manager.clone();
-    StreamableHttpService::new(
-        move || Ok(Everything::new(handlers.clone())),
-        manager,
-        config,
-    )
 }
 
 fn parse<T: DeserializeOwned>(value: Value) -> Result<T, ErrorData> {

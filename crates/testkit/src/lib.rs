@@ -1,0 +1,31 @@
+//! Test support for rmcp-resume (unpublished).
+//!
+//! | Module | What it gives a test |
+//! |---|---|
+//! | [`server`] | [`TestServer`]: the one way to start a test server, on the fork or on upstream rmcp 3.11.0 |
+//! | [`demo`] | [`DemoServer`]: the tools the tests call, gated so a test decides when a response exists |
+//! | [`everything`] | the handler the official conformance suite drives |
+//! | [`proxy`] | a TCP proxy that cuts every connection on demand |
+//! | [`raw`] | a raw MCP session over HTTP, reading SSE frame by frame |
+//! | [`scenario`] | the cut-call scenario, run the same way on both sides |
+
+pub mod demo;
+pub mod everything;
+pub mod proxy;
+pub mod raw;
+pub mod scenario;
+pub mod server;
+
+pub use demo::DemoServer;
+pub use server::{Served, Side, TestServer};
+
+/// Logs to stderr, filtered by `RUST_LOG` (default `default`), for helper
+/// binaries and benches.
+pub fn init_tracing(default: &str) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
+}

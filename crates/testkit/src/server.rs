@@ -1,0 +1,469 @@
+//! [`TestServer`]: the one way the tests, benches and helper binaries start a
+//! server.
+//!
+//! ```no_run
+//! # async fn run() -> std::io::Result<()> {
+//! use rmcp_resume_testkit::{Side, TestServer};
+//!
+//! // The fork, a 4-event replay window, no keep-alive comments.
+//! let server = TestServer::new(Side::Fork).window(4).keep_alive(None).serve().await?;
+//! println!("{}", server.url);
+//! # Ok(()) }
+//! ```
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rmcp::transport::StreamableHttpService;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::tower::ResumeStats;
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+
+use crate::DemoServer;
+use crate::everything::Everything;
+
+/// Which implementation a server (or a scenario) runs on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Side {
+    /// Upstream rmcp 3.11.0.
+    Upstream,
+    /// The overlay.
+    Fork,
+}
+
+impl Side {
+    /// Both sides, upstream first.
+    pub const BOTH: [Side; 2] = [Side::Upstream, Side::Fork];
+
+    /// `"upstream"` or `"fork"`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Upstream => "upstream",
+            Self::Fork => "fork",
+        }
+    }
+}
+
+/// The tools a test server offers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Tools {
+    /// [`DemoServer`], sharing the builder's gate and signal.
+    Demo,
+    /// The conformance suite's everything server (fork only).
+    Everything,
+}
+
+/// A test server, configured by its builder methods; every knob left alone
+/// keeps the side's own default.
+#[derive(Debug)]
+#[must_use]
+pub struct TestServer {
+    side: Side,
+    tools: Tools,
+    window: Option<usize>,
+    retry: Option<Option<Duration>>,
+    keep_alive: Option<Option<Duration>>,
+    session_timers: bool,
+    completed_ttl: Option<Duration>,
+    max_completed_streams: Option<usize>,
+    nodelay: bool,
+    addr: SocketAddr,
+    ct: CancellationToken,
+    gate: Arc<Notify>,
+    finished: Arc<Notify>,
+}
+
+impl TestServer {
+    /// A server of `side` offering [`DemoServer`]'s tools, on 127.0.0.1:0.
+    pub fn new(side: Side) -> Self {
+        Self {
+            side,
+            tools: Tools::Demo,
+            window: None,
+            retry: None,
+            keep_alive: None,
+            session_timers: true,
+            completed_ttl: None,
+            max_completed_streams: None,
+            nodelay: false,
+            addr: SocketAddr::from(([127, 0, 0, 1], 0)),
+            ct: CancellationToken::new(),
+            gate: Arc::new(Notify::new()),
+            finished: Arc::new(Notify::new()),
+        }
+    }
+
+    /// The fork, offering the conformance suite's everything tools.
+    pub fn everything() -> Self {
+        Self {
+            tools: Tools::Everything,
+            ..Self::new(Side::Fork)
+        }
+    }
+
+    /// Events each stream retains (`SessionConfig::channel_capacity`).
+    pub fn window(self, events: usize) -> Self {
+        Self {
+            window: Some(events),
+            ..self
+        }
+    }
+
+    /// The SSE `retry` sent in priming events (`None`: none).
+    pub fn retry(self, retry: Option<Duration>) -> Self {
+        Self {
+            retry: Some(retry),
+            ..self
+        }
+    }
+
+    /// The interval of SSE keep-alive comments (`None`: none).
+    pub fn keep_alive(self, every: Option<Duration>) -> Self {
+        Self {
+            keep_alive: Some(every),
+            ..self
+        }
+    }
+
+    /// Turns off the session's idle and initialize timeouts, so tests on
+    /// tokio's paused clock never see them fire.
+    pub fn without_session_timers(self) -> Self {
+        Self {
+            session_timers: false,
+            ..self
+        }
+    }
+
+    /// How long an answered request stream stays resumable.
+    pub fn completed_ttl(self, ttl: Duration) -> Self {
+        Self {
+            completed_ttl: Some(ttl),
+            ..self
+        }
+    }
+
+    /// Answered request streams kept resumable at once (fork only).
+    pub fn max_completed_streams(self, streams: usize) -> Self {
+        Self {
+            max_completed_streams: Some(streams),
+            ..self
+        }
+    }
+
+    /// Sets `TCP_NODELAY` on accepted connections, as a latency-minded
+    /// deployment would (`axum::serve` leaves it off).
+    pub fn nodelay(self) -> Self {
+        Self {
+            nodelay: true,
+            ..self
+        }
+    }
+
+    /// Listens on `addr` instead of 127.0.0.1:0.
+    pub fn at(self, addr: SocketAddr) -> Self {
+        Self { addr, ..self }
+    }
+
+    /// Serves until `ct` is cancelled (the server's own token is a child).
+    pub fn cancelled_by(self, ct: &CancellationToken) -> Self {
+        Self {
+            ct: ct.child_token(),
+            ..self
+        }
+    }
+
+    /// Opens the demo tools' gate (see [`DemoServer::with_gate`]).
+    pub fn gate(&self) -> Arc<Notify> {
+        self.gate.clone()
+    }
+
+    /// Notified when `work` (or `burst`) has produced everything.
+    pub fn finished(&self) -> Arc<Notify> {
+        self.finished.clone()
+    }
+
+    fn session_config(
+        &self,
+    ) -> rmcp::transport::streamable_http_server::session::local::SessionConfig {
+        let mut session =
+            rmcp::transport::streamable_http_server::session::local::SessionConfig::default();
+        self.apply_session(
+            &mut session.channel_capacity,
+            &mut session.completed_cache_ttl,
+        );
+        if let Some(streams) = self.max_completed_streams {
+            session.max_completed_streams = streams;
+        }
+        if !self.session_timers {
+            session.keep_alive = None;
+            session.init_timeout = None;
+        }
+        session
+    }
+
+    fn apply_session(&self, capacity: &mut usize, ttl: &mut Duration) {
+        if let Some(window) = self.window {
+            *capacity = window;
+        }
+        if let Some(completed_ttl) = self.completed_ttl {
+            *ttl = completed_ttl;
+        }
+    }
+
+    fn fork_config(&self) -> rmcp::transport::StreamableHttpServerConfig {
+        let mut config = rmcp::transport::StreamableHttpServerConfig::default()
+            .with_cancellation_token(self.ct.clone());
+        if let Some(retry) = self.retry {
+            config = config.with_sse_retry(retry);
+        }
+        if let Some(keep_alive) = self.keep_alive {
+            config = config.with_sse_keep_alive(keep_alive);
+        }
+        config
+    }
+
+    fn fork_manager(&self) -> Arc<LocalSessionManager> {
+        let mut manager = LocalSessionManager::default();
+        manager.session_config = self.session_config();
+        Arc::new(manager)
+    }
+
+    /// The fork's service for [`DemoServer`] and its session manager,
+    /// without serving it (for in-process tests, or a router of the test's
+    /// own).
+    pub fn demo_service(
+        &self,
+    ) -> (
+        StreamableHttpService<DemoServer, LocalSessionManager>,
+        Arc<LocalSessionManager>,
+    ) {
+        let manager = self.fork_manager();
+        let (gate, finished) = (self.gate.clone(), self.finished.clone());
+        let service = StreamableHttpService::new(
+            move || Ok(DemoServer::with_signals(gate.clone(), finished.clone())),
+            manager.clone(),
+            self.fork_config(),
+        );
+        (service, manager)
+    }
+
+    /// The fork's service for the everything tools, and its session manager.
+    pub fn everything_service(
+        &self,
+    ) -> (
+        StreamableHttpService<Everything, LocalSessionManager>,
+        Arc<LocalSessionManager>,
+    ) {
+        let manager = self.fork_manager();
+        let handlers = manager.clone();
+        let service = StreamableHttpService::new(
+            move || Ok(Everything::new(handlers.clone())),
+            manager.clone(),
+            self.fork_config(),
+        );
+        (service, manager)
+    }
+
+    fn upstream_service(
+        &self,
+    ) -> upstream::transport::StreamableHttpService<
+        DemoServer,
+        upstream::transport::streamable_http_server::session::local::LocalSessionManager,
+    > {
+        let mut manager =
+            upstream::transport::streamable_http_server::session::local::LocalSessionManager::default();
+        let session = &mut manager.session_config;
+        self.apply_session(
+            &mut session.channel_capacity,
+            &mut session.completed_cache_ttl,
+        );
+        if !self.session_timers {
+            session.keep_alive = None;
+            session.init_timeout = None;
+        }
+        let mut config = upstream::transport::StreamableHttpServerConfig::default()
+            .with_cancellation_token(self.ct.clone());
+        if let Some(retry) = self.retry {
+            config = config.with_sse_retry(retry);
+        }
+        if let Some(keep_alive) = self.keep_alive {
+            config = config.with_sse_keep_alive(keep_alive);
+        }
+        let (gate, finished) = (self.gate.clone(), self.finished.clone());
+        upstream::transport::StreamableHttpService::new(
+            move || Ok(DemoServer::with_signals(gate.clone(), finished.clone())),
+            Arc::new(manager),
+            config,
+        )
+    }
+
+    /// Serves at `/mcp` until the server's token is cancelled (or the
+    /// [`Served`] is dropped).
+    pub async fn serve(self) -> std::io::Result<Served> {
+        let (addr, fork) = match (self.side, self.tools) {
+            (Side::Fork, Tools::Demo) => {
+                let (service, manager) = self.demo_service();
+                let fork = Fork::new(&service, manager);
+                (self.listen(service).await?, Some(fork))
+            }
+            (Side::Fork, Tools::Everything) => {
+                let (service, manager) = self.everything_service();
+                let fork = Fork::new(&service, manager);
+                (self.listen(service).await?, Some(fork))
+            }
+            (Side::Upstream, Tools::Demo) => (self.listen(self.upstream_service()).await?, None),
+            (Side::Upstream, Tools::Everything) => {
+                return Err(std::io::Error::other(
+                    "the everything tools are served on the fork only",
+                ));
+            }
+        };
+        Ok(Served {
+            addr,
+            url: format!("http://{addr}/mcp"),
+            gate: self.gate,
+            finished: self.finished,
+            ct: self.ct,
+            fork,
+            guard: true,
+        })
+    }
+
+    async fn listen<S>(&self, service: S) -> std::io::Result<SocketAddr>
+    where
+        S: McpService,
+        S::Future: Send + 'static,
+    {
+        use axum::serve::ListenerExt;
+        let router = axum::Router::new().nest_service("/mcp", service);
+        let listener = tokio::net::TcpListener::bind(self.addr).await?;
+        let bound = listener.local_addr()?;
+        let nodelay = self.nodelay;
+        let listener = listener.tap_io(move |tcp| {
+            if nodelay {
+                let _ = tcp.set_nodelay(true);
+            }
+        });
+        let ct = self.ct.clone();
+        tokio::spawn(async move {
+            if let Err(error) = axum::serve(listener, router)
+                .with_graceful_shutdown(ct.cancelled_owned())
+                .await
+            {
+                tracing::error!(%error, "test server stopped");
+            }
+        });
+        Ok(bound)
+    }
+}
+
+/// What a test can reach of a fork server.
+struct Fork {
+    manager: Arc<LocalSessionManager>,
+    stats: Box<dyn Fn() -> ResumeStats + Send + Sync>,
+}
+
+impl Fork {
+    fn new<H>(
+        service: &StreamableHttpService<H, LocalSessionManager>,
+        manager: Arc<LocalSessionManager>,
+    ) -> Self
+    where
+        H: rmcp::ServerHandler + Send + 'static,
+    {
+        let service = service.clone();
+        Self {
+            manager,
+            stats: Box::new(move || service.resume_stats()),
+        }
+    }
+}
+
+/// A running test server; dropping it stops the server.
+#[non_exhaustive]
+pub struct Served {
+    /// Where it listens.
+    pub addr: SocketAddr,
+    /// Its MCP endpoint, `http://{addr}/mcp`.
+    pub url: String,
+    /// Opens the demo tools' gate.
+    pub gate: Arc<Notify>,
+    /// Notified when `work` (or `burst`) has produced everything.
+    pub finished: Arc<Notify>,
+    /// Stops the server.
+    pub ct: CancellationToken,
+    fork: Option<Fork>,
+    /// Whether dropping this stops the server.
+    guard: bool,
+}
+
+impl Served {
+    /// How the fork's server answered resumes; `None` on upstream.
+    pub fn resume_stats(&self) -> Option<ResumeStats> {
+        self.fork.as_ref().map(|fork| (fork.stats)())
+    }
+
+    /// The fork's session manager; `None` on upstream.
+    pub fn manager(&self) -> Option<&Arc<LocalSessionManager>> {
+        self.fork.as_ref().map(|fork| &fork.manager)
+    }
+}
+
+impl Served {
+    /// Lets the server outlive this value: it then runs until the token it
+    /// was [`cancelled_by`](TestServer::cancelled_by) is cancelled. Returns
+    /// its URL.
+    pub fn into_url(mut self) -> String {
+        self.guard = false;
+        std::mem::take(&mut self.url)
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        if self.guard {
+            self.ct.cancel();
+        }
+    }
+}
+
+impl std::fmt::Debug for Served {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Served")
+            .field("url", &self.url)
+            .field("fork", &self.fork.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+/// What a test server can serve: a streamable-HTTP tower service, upstream's
+/// or the fork's.
+pub trait McpService:
+    tower_service::Service<
+        axum::extract::Request,
+        Response = axum::response::Response<
+            http_body_util::combinators::BoxBody<bytes::Bytes, std::convert::Infallible>,
+        >,
+        Error = std::convert::Infallible,
+    > + Clone
+    + Send
+    + Sync
+    + 'static
+{
+}
+
+impl<S> McpService for S where
+    S: tower_service::Service<
+            axum::extract::Request,
+            Response = axum::response::Response<
+                http_body_util::combinators::BoxBody<bytes::Bytes, std::convert::Infallible>,
+            >,
+            Error = std::convert::Infallible,
+        > + Clone
+        + Send
+        + Sync
+        + 'static
+{
+}
