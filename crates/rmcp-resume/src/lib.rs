@@ -13,6 +13,21 @@
 //! items. Only the modules whose behaviour the fork changes are owned here and
 //! shadow upstream's paths; [`fork`] tells a build which crate it got.
 //!
+//! The modules the fork owns, each a thin facade over `rmcp_resume_core`
+//! (which holds the decisions, the logs, the wire writer and the reconnect
+//! machine):
+//!
+//! | Path | What the fork changes |
+//! |---|---|
+//! | [`transport::resumption`] | new: the core's resumption decisions, re-exported |
+//! | [`transport::streamable_http_server::session::local`] | per-stream replay logs; resumes decided by the core's `plan` |
+//! | [`transport::streamable_http_server::tower`] | the `GET`: no empty `200`, a replay notice, refusals that name the floor |
+//! | [`transport::common::client_side_sse`] | the resuming SSE stream: reconnects judged, bounded, never looping |
+//! | [`transport::streamable_http_client`] | the client transport over a guard that owns every stream's reconnects |
+//! | [`fork`] | new: which crate and versions a build got |
+//!
+//! Everything else is upstream's, re-exported unchanged.
+//!
 //! [rmcp]: https://docs.rs/rmcp/3.11.0
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![warn(missing_docs)]

@@ -1,0 +1,329 @@
+//! [`ResumeGuard`]: the wrapper that takes every SSE stream the client opens
+//! and makes its reconnect decisions.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use futures::stream::BoxStream;
+use futures::{Stream, StreamExt};
+use http::{HeaderName, HeaderValue};
+use sse_stream::Sse;
+
+use super::connector::GetConnector;
+use super::{
+    SseError, StreamableHttpClient, StreamableHttpError, StreamableHttpPostResponse,
+    StreamableHttpResponseLimits,
+};
+use crate::model::{ClientJsonRpcMessage, JsonRpcMessage, RequestId};
+use crate::transport::common::client_side_sse::{
+    ResumeConfig, ResumeStreamError, SseRetryPolicy, StreamScope, resuming_sse_frames,
+};
+use crate::transport::common::http_header::HEADER_MCP_PROTOCOL_VERSION;
+use crate::transport::resumption::EventCursor;
+
+/// A [`StreamableHttpClient`] that owns the reconnect decisions of every SSE
+/// stream the wrapped client opens.
+#[derive(Clone)]
+pub struct ResumeGuard<C> {
+    inner: C,
+    retry: Arc<dyn SseRetryPolicy>,
+    resume: ResumeConfig,
+    /// The session whose standalone stream gave up, so a caller that
+    /// reconnects regardless gets a terminal answer instead of a new loop.
+    gave_up: Arc<Mutex<Option<Arc<str>>>>,
+}
+
+impl<C: std::fmt::Debug> std::fmt::Debug for ResumeGuard<C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ResumeGuard")
+            .field("inner", &self.inner)
+            .field("resume", &self.resume)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<C: StreamableHttpClient> ResumeGuard<C> {
+    /// Guards `inner`, retrying with `retry` and judging with `resume`.
+    pub fn new(inner: C, retry: Arc<dyn SseRetryPolicy>, resume: ResumeConfig) -> Self {
+        Self {
+            inner,
+            retry,
+            resume,
+            gave_up: Arc::default(),
+        }
+    }
+
+    /// The wrapped client.
+    pub fn inner(&self) -> &C {
+        &self.inner
+    }
+
+    fn connector(
+        &self,
+        uri: Arc<str>,
+        session_id: Option<Arc<str>>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+        max_sse_event_size: usize,
+    ) -> GetConnector<C> {
+        GetConnector {
+            client: self.inner.clone(),
+            uri,
+            session_id,
+            auth_header,
+            custom_headers,
+            max_sse_event_size,
+        }
+    }
+}
+
+/// The frame that fails `request` with `reason`: the request ends with a
+/// JSON-RPC error instead of waiting for a response that will not come.
+fn failure_frame(request: &RequestId, reason: &str) -> Sse {
+    let error = crate::model::ErrorData::internal_error(
+        format!("streamable HTTP resumption failed: {reason}"),
+        None,
+    );
+    let body = serde_json::json!({ "jsonrpc": "2.0", "id": request, "error": error });
+    Sse {
+        event: None,
+        data: Some(body.to_string()),
+        id: None,
+        retry: None,
+    }
+}
+
+/// A request's response stream: judged reconnects, then exactly one of the
+/// response or a failure frame, then the end.
+fn guard_request_stream<C: StreamableHttpClient>(
+    frames: impl Stream<Item = Result<Sse, ResumeStreamError<StreamableHttpError<C::Error>>>>
+    + Send
+    + 'static,
+    request: RequestId,
+) -> BoxStream<'static, Result<Sse, SseError>> {
+    // The resuming stream ends a request stream only after its response
+    // (having read it to its end) or with an error; an error becomes the
+    // request's JSON-RPC failure, and then the stream ends.
+    futures::stream::unfold(Some(Box::pin(frames)), move |state| {
+        let request = request.clone();
+        async move {
+            let mut frames = state?;
+            match frames.next().await? {
+                Ok(sse) => Some((Ok(sse), Some(frames))),
+                Err(error) => {
+                    tracing::debug!(%error, %request, "request stream could not be resumed");
+                    Some((Ok(failure_frame(&request, &error.to_string())), None))
+                }
+            }
+        }
+    })
+    .boxed()
+}
+
+impl<C: StreamableHttpClient> ResumeGuard<C> {
+    fn guard_post(
+        &self,
+        response: StreamableHttpPostResponse,
+        request: Option<RequestId>,
+        connector: GetConnector<C>,
+    ) -> StreamableHttpPostResponse {
+        // Only a request's stream carries a response to protect.
+        let Some(request) = request else {
+            return response;
+        };
+        let StreamableHttpPostResponse::Sse(stream, session) = response else {
+            return response;
+        };
+        let frames = resuming_sse_frames(
+            Some(stream),
+            None,
+            connector,
+            StreamScope::Request,
+            self.retry.clone(),
+            self.resume.clone(),
+        );
+        StreamableHttpPostResponse::Sse(guard_request_stream::<C>(frames, request), session)
+    }
+}
+
+/// Whether the request is sent under a revision with resumable streams (the
+/// 2025 revisions; an absent header means 2025-03-26).
+fn speaks_resumable_revision(headers: &HashMap<HeaderName, HeaderValue>) -> bool {
+    let version = headers
+        .iter()
+        .find(|(name, _)| {
+            name.as_str()
+                .eq_ignore_ascii_case(HEADER_MCP_PROTOCOL_VERSION)
+        })
+        .and_then(|(_, value)| value.to_str().ok());
+    // An unknown version is left to the server; the fork guards it.
+    version.is_none_or(|v| {
+        crate::model::ProtocolVersion::KNOWN_VERSIONS
+            .iter()
+            .find(|known| known.as_str() == v)
+            .is_none_or(crate::model::ProtocolVersion::has_initialize)
+    })
+}
+
+fn request_id(message: &ClientJsonRpcMessage) -> Option<RequestId> {
+    match message {
+        JsonRpcMessage::Request(request) => Some(request.id.clone()),
+        _ => None,
+    }
+}
+
+type PostResult<E> = Result<StreamableHttpPostResponse, StreamableHttpError<E>>;
+type GetResult<E> = Result<BoxStream<'static, Result<Sse, SseError>>, StreamableHttpError<E>>;
+
+// The trait's futures must be `Send` while `C` need not be `Sync`: each
+// method starts the wrapped client's call (whose future the trait already
+// requires to be `Send`) and moves an owned clone of the guard into the rest.
+impl<C: StreamableHttpClient> StreamableHttpClient for ResumeGuard<C> {
+    type Error = C::Error;
+
+    fn post_message(
+        &self,
+        endpoint: Arc<str>,
+        msg: ClientJsonRpcMessage,
+        sid: Option<Arc<str>>,
+        bearer: Option<String>,
+        headers: HashMap<HeaderName, HeaderValue>,
+    ) -> impl Future<Output = PostResult<Self::Error>> + Send + '_ {
+        let limits = StreamableHttpResponseLimits::default();
+        self.post_message_with_response_limits(endpoint, msg, sid, bearer, headers, limits)
+    }
+
+    fn post_message_with_max_sse_event_size(
+        &self,
+        endpoint: Arc<str>,
+        msg: ClientJsonRpcMessage,
+        sid: Option<Arc<str>>,
+        bearer: Option<String>,
+        headers: HashMap<HeaderName, HeaderValue>,
+        event_limit: usize,
+    ) -> impl Future<Output = PostResult<Self::Error>> + Send + '_ {
+        let mut limits = StreamableHttpResponseLimits::default();
+        limits.max_sse_event_size = event_limit;
+        self.post_message_with_response_limits(endpoint, msg, sid, bearer, headers, limits)
+    }
+
+    fn post_message_with_response_limits(
+        &self,
+        endpoint: Arc<str>,
+        msg: ClientJsonRpcMessage,
+        sid: Option<Arc<str>>,
+        bearer: Option<String>,
+        headers: HashMap<HeaderName, HeaderValue>,
+        limits: StreamableHttpResponseLimits,
+    ) -> impl Future<Output = PostResult<Self::Error>> + Send + '_ {
+        let this = self.clone();
+        // Revisions from 2026-07-28 have no resumption: a broken stream loses
+        // the request by definition, and upstream reports it as such.
+        let request = request_id(&msg).filter(|_| speaks_resumable_revision(&headers));
+        let event_limit = limits.max_sse_event_size;
+        let posting = self.inner.post_message_with_response_limits(
+            endpoint.clone(),
+            msg,
+            sid.clone(),
+            bearer.clone(),
+            headers.clone(),
+            limits,
+        );
+        async move {
+            let response = posting.await?;
+            // Resumes use the session the server named in its answer, if any.
+            let session = match &response {
+                StreamableHttpPostResponse::Sse(_, Some(named)) => Some(Arc::from(named.as_str())),
+                _ => sid,
+            };
+            let connector = this.connector(endpoint, session, bearer, headers, event_limit);
+            Ok(this.guard_post(response, request, connector))
+        }
+    }
+
+    fn delete_session(
+        &self,
+        endpoint: Arc<str>,
+        sid: Arc<str>,
+        bearer: Option<String>,
+        headers: HashMap<HeaderName, HeaderValue>,
+    ) -> impl Future<Output = Result<(), StreamableHttpError<Self::Error>>> + Send + '_ {
+        self.inner.delete_session(endpoint, sid, bearer, headers)
+    }
+
+    fn get_stream(
+        &self,
+        endpoint: Arc<str>,
+        sid: Option<Arc<str>>,
+        cursor: Option<String>,
+        bearer: Option<String>,
+        headers: HashMap<HeaderName, HeaderValue>,
+    ) -> impl Future<Output = GetResult<Self::Error>> + Send + '_ {
+        let limit = StreamableHttpResponseLimits::default().max_sse_event_size;
+        self.get_stream_with_max_sse_event_size(endpoint, sid, cursor, bearer, headers, limit)
+    }
+
+    fn get_stream_with_max_sse_event_size(
+        &self,
+        endpoint: Arc<str>,
+        sid: Option<Arc<str>>,
+        cursor: Option<String>,
+        bearer: Option<String>,
+        headers: HashMap<HeaderName, HeaderValue>,
+        event_limit: usize,
+    ) -> impl Future<Output = GetResult<Self::Error>> + Send + '_ {
+        let this = self.clone();
+        let gave_up = self.gave_up.lock().map(|g| g.clone()).unwrap_or_default();
+        let refused = gave_up.is_some() && gave_up == sid;
+        // The first connection's errors are upstream's to classify (401, 403
+        // and 405 keep their meaning); reconnects after it are ours.
+        let opening = self.inner.get_stream_with_max_sse_event_size(
+            endpoint.clone(),
+            sid.clone(),
+            cursor.clone(),
+            bearer.clone(),
+            headers.clone(),
+            event_limit,
+        );
+        async move {
+            if refused {
+                // This session's standalone stream already exhausted the
+                // retry policy; answer as a server without SSE, which ends
+                // the listener instead of starting another round.
+                return Err(StreamableHttpError::ServerDoesNotSupportSse);
+            }
+            let first = opening.await?;
+            // Upstream reconnects request streams through here too; their
+            // ids (`N/M`) say so.
+            let scope = cursor
+                .as_deref()
+                .and_then(|id| EventCursor::parse(id).ok())
+                .and_then(|id| id.as_rmcp())
+                .map_or(StreamScope::Standalone, |id| id.stream_id().scope());
+            let connector = this.connector(endpoint, sid.clone(), bearer, headers, event_limit);
+            let frames = resuming_sse_frames(
+                Some(first),
+                cursor,
+                connector,
+                scope,
+                this.retry.clone(),
+                this.resume.clone(),
+            );
+            let gave_up = this.gave_up.clone();
+            let frames = frames.filter_map(move |frame| {
+                let outcome = match frame {
+                    Ok(sse) => Some(Ok(sse)),
+                    Err(error) => {
+                        tracing::debug!(%error, "SSE stream stopped resuming");
+                        if let Ok(mut slot) = gave_up.lock() {
+                            *slot = sid.clone();
+                        }
+                        None
+                    }
+                };
+                futures::future::ready(outcome)
+            });
+            Ok(frames.boxed())
+        }
+    }
+}

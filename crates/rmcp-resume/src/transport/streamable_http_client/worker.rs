@@ -1,0 +1,109 @@
+//! [`StreamableHttpClientWorker`]: the client as a [`Worker`], for callers
+//! that spawn it themselves.
+
+use std::sync::Arc;
+
+use futures::StreamExt;
+
+use super::{
+    StreamableHttpClient, StreamableHttpClientTransport, StreamableHttpClientTransportConfig,
+    StreamableHttpError,
+};
+use crate::RoleClient;
+use crate::transport::Transport;
+use crate::transport::common::client_side_sse::ResumeConfig;
+use crate::transport::worker::{
+    Worker, WorkerConfig, WorkerContext, WorkerQuitReason, WorkerSendRequest,
+};
+
+/// The streamable-HTTP client as a [`Worker`], for callers that spawn it with
+/// [`WorkerTransport::spawn`](crate::transport::WorkerTransport::spawn) themselves. Drop-in for upstream's type: same
+/// public fields and constructors.
+///
+/// It relays between its own queues and a [`StreamableHttpClientTransport`],
+/// which does the work; [`StreamableHttpClientTransport::with_client`] skips
+/// that relay and is the faster way to the same behaviour.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct StreamableHttpClientWorker<C: StreamableHttpClient> {
+    /// The HTTP client.
+    pub client: C,
+    /// Upstream's transport configuration.
+    pub config: StreamableHttpClientTransportConfig,
+    /// The fork's resumption knobs.
+    pub resume: ResumeConfig,
+}
+
+impl<C: StreamableHttpClient + Default> StreamableHttpClientWorker<C> {
+    /// A worker for `url` over a default client.
+    pub fn new_simple(url: impl Into<Arc<str>>) -> Self {
+        Self::new(
+            C::default(),
+            StreamableHttpClientTransportConfig::with_uri(url),
+        )
+    }
+}
+
+impl<C: StreamableHttpClient> StreamableHttpClientWorker<C> {
+    /// A worker over `client`.
+    pub fn new(client: C, config: StreamableHttpClientTransportConfig) -> Self {
+        Self {
+            client,
+            config,
+            resume: ResumeConfig::default(),
+        }
+    }
+}
+
+impl<C: StreamableHttpClient> Worker for StreamableHttpClientWorker<C> {
+    type Error = StreamableHttpError<C::Error>;
+    type Role = RoleClient;
+
+    fn err_closed() -> Self::Error {
+        StreamableHttpError::TransportChannelClosed
+    }
+
+    fn err_join(e: tokio::task::JoinError) -> Self::Error {
+        StreamableHttpError::TokioJoinError(e)
+    }
+
+    fn config(&self) -> WorkerConfig {
+        let mut config = WorkerConfig::default();
+        config.name = Some("StreamableHttpClientWorker".into());
+        config.channel_buffer_capacity = self.config.channel_buffer_capacity;
+        config
+    }
+
+    async fn run(
+        self,
+        mut context: WorkerContext<Self>,
+    ) -> Result<(), WorkerQuitReason<Self::Error>> {
+        let mut transport = StreamableHttpClientTransport::with_resume_config(
+            self.client,
+            self.config,
+            self.resume,
+        );
+        let mut sending = futures::stream::FuturesUnordered::new();
+        let ct = context.cancellation_token.clone();
+        loop {
+            tokio::select! {
+                request = context.recv_from_handler() => {
+                    let WorkerSendRequest { message, responder, .. } = request?;
+                    let send = transport.send(message);
+                    sending.push(async move {
+                        let _ = responder.send(send.await);
+                    });
+                }
+                Some(()) = sending.next(), if !sending.is_empty() => {}
+                received = transport.receive() => match received {
+                    Some(message) => context.send_to_handler(message).await?,
+                    None => return Err(WorkerQuitReason::TransportClosed),
+                },
+                _ = ct.cancelled() => {
+                    let _ = transport.close().await;
+                    return Err(WorkerQuitReason::Cancelled);
+                }
+            }
+        }
+    }
+}
