@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """Check the overlay's run of upstream's tests against upstream's own run.
 
-usage: compare-upstream-suite.py UPSTREAM.txt OVERLAY.txt EXPECTED.tsv
+usage: compare-upstream-suite.py UPSTREAM.txt OVERLAY.txt EXPECTED.tsv [--write PAGE.md]
 
 The overlay must fail exactly the tests upstream fails plus those listed in
 EXPECTED.tsv (`file::test<TAB>reason`). A listed test that now passes fails
-the check too, so the list stays true.
+the check too, so the list stays true. With --write, the result replaces the
+section of PAGE.md between `<!-- suite:begin -->` and `<!-- suite:end -->`.
 """
 import re
 import sys
@@ -57,3 +58,19 @@ if unexpected or stale:
 for name in sorted(on_purpose):
     print("  fails on purpose: %s (%s)" % (name, on_purpose[name]))
 print("overlay fails exactly upstream's failures plus the %d listed on purpose" % len(on_purpose))
+
+if "--write" in sys.argv[4:]:
+    page = sys.argv[sys.argv.index("--write") + 1]
+    begin, end = "<!-- suite:begin -->", "<!-- suite:end -->"
+    text = open(page).read()
+    if begin not in text or end not in text:
+        sys.exit("%s has no %s ... %s section" % (page, begin, end))
+    rows = ["| Against | Result |", "|---|---|",
+            "| upstream rmcp (itself) | %s |" % up_line.split(": ", 1)[1],
+            "| rmcp-resume (the overlay) | %s |" % ov_line.split(": ", 1)[1],
+            "", "| Test the overlay fails on purpose | Why |", "|---|---|"]
+    rows += ["| `%s` | %s |" % (name, on_purpose[name]) for name in sorted(on_purpose)]
+    head, rest = text.split(begin, 1)
+    _, tail = rest.split(end, 1)
+    open(page, "w").write(head + begin + "\n" + "\n".join(rows) + "\n" + end + tail)
+    print("updated %s" % page)

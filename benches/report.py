@@ -1,14 +1,14 @@
 #!/usr/bin/env python3
-"""Turns one `cargo bench` run into the README's benchmark table and chart.
+"""Turns one `cargo bench` run into docs/benchmarks.md's table and chart.
 
 Reads criterion's estimates (target/criterion/**/new/estimates.json) and the
 harness's results (target/bench-report/harness.json), writes
 target/bench-report/table.md and docs/bench-ratios.png, and replaces the
-README's section between the `bench:begin` and `bench:end` markers.
+section of docs/benchmarks.md between the `bench:begin` and `bench:end` markers.
 
 Every figure is a ratio fork/upstream measured in the same run; the chart
 shows each as "fork cost relative to upstream" (below 1: the fork is better).
-Usage: python3 benches/report.py [--no-readme]
+Usage: python3 benches/report.py [--no-page]
 """
 
 import json
@@ -22,7 +22,7 @@ CRITERION = ROOT / "target" / "criterion"
 HARNESS = ROOT / "target" / "bench-report" / "harness.json"
 TABLE = ROOT / "target" / "bench-report" / "table.md"
 CHART = ROOT / "docs" / "bench-ratios.png"
-README = ROOT / "README.md"
+PAGE = ROOT / "docs" / "benchmarks.md"
 BEGIN, END = "<!-- bench:begin -->", "<!-- bench:end -->"
 
 
@@ -219,14 +219,14 @@ def main():
     TABLE.write_text(text + "\n")
     chart(out_rows)
     print(text)
-    if "--no-readme" not in sys.argv:
-        readme = README.read_text()
-        if BEGIN in readme and END in readme:
-            head, rest = readme.split(BEGIN, 1)
+    if "--no-page" not in sys.argv:
+        page = PAGE.read_text()
+        if BEGIN in page and END in page:
+            head, rest = page.split(BEGIN, 1)
             _, tail = rest.split(END, 1)
-            section = f"{BEGIN}\n{text}\n\n![fork/upstream ratios](docs/bench-ratios.png)\n{END}"
-            README.write_text(head + section + tail)
-            print(f"updated {README}")
+            section = f"{BEGIN}\n{text}\n\n![fork/upstream ratios](bench-ratios.png)\n{END}"
+            PAGE.write_text(head + section + tail)
+            print(f"updated {PAGE}")
 
 
 if __name__ == "__main__":

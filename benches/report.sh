@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Turns the last `cargo bench` run into the README's table and
+# Turns the last `cargo bench` run into docs/benchmarks.md's table and
 # docs/bench-ratios.png. Installs matplotlib (PyPI) into target/bench-venv.
 #   cargo bench && bash benches/report.sh
 set -euo pipefail

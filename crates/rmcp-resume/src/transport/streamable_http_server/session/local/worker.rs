@@ -157,6 +157,7 @@ impl LocalSessionWorker {
             Some(store) => {
                 let stream_id = match log.stream() {
                     StreamId::Request(m) => format!("{}:{m}", self.id),
+                    // Upstream's key, so stores written by upstream stay readable.
                     StreamId::Standalone => format!("{}:common", self.id),
                 };
                 Some(
