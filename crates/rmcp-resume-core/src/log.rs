@@ -47,7 +47,7 @@ struct Reader {
 #[derive(Debug)]
 struct Entry<E> {
     index: u64,
-    id: Arc<str>,
+    id: String,
     event: E,
 }
 
@@ -166,10 +166,7 @@ impl<E: Clone> StreamLog<E> {
     pub fn append(&self, event: E, id: Option<String>) -> u64 {
         let mut state = self.lock();
         let index = state.next_index;
-        let id: Arc<str> = match id {
-            Some(id) => id.into(),
-            None => self.event_id(index).to_string().into(),
-        };
+        let id = id.unwrap_or_else(|| self.event_id(index).to_string());
         if state.entries.len() >= state.capacity {
             state.entries.pop_front();
         }

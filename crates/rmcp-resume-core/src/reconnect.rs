@@ -24,8 +24,6 @@ mod machine;
 #[cfg(test)]
 mod tests;
 
-use std::sync::Arc;
-
 use futures::Stream;
 use sse_stream::Sse;
 
@@ -42,12 +40,12 @@ use crate::resumption::StreamScope;
 /// `cursor` the `Last-Event-ID` it starts from. Message frames and priming
 /// frames (an id or a `retry` without data) pass through; other event types
 /// are dropped.
-pub fn resuming_frames<C: Connector>(
+pub fn resuming_frames<C: Connector, P: RetryPolicy + 'static>(
     first: Option<SseFrames>,
     cursor: Option<String>,
     connector: C,
     scope: StreamScope,
-    policy: Arc<dyn RetryPolicy>,
+    policy: P,
     config: ResumeConfig,
 ) -> impl Stream<Item = Result<Sse, ResumeStreamError<C::Error>>> + Send + 'static {
     let machine = machine::Machine::new(first, cursor, connector, scope, policy, config);

@@ -31,7 +31,7 @@ impl Bell {
 #[derive(Debug, Clone)]
 pub struct Logged<E> {
     /// The event's id on the wire.
-    pub id: Arc<str>,
+    pub id: String,
     /// The event.
     pub event: E,
 }

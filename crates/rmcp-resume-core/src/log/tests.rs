@@ -120,7 +120,7 @@ fn store_assigned_ids_are_kept() {
     log.append((), Some("store-17".to_owned()));
     log.attach_primary(1, 0);
     match log.step(1) {
-        Step::Send(0, logged) => assert_eq!(&*logged.id, "store-17"),
+        Step::Send(0, logged) => assert_eq!(logged.id, "store-17"),
         _ => panic!("the event is ready"),
     }
 }
@@ -134,7 +134,7 @@ async fn a_reader_streams_what_is_appended_and_ends_when_finished() {
     let mut reader = LogReader::new(log.clone(), 1, bell.clone());
     log.append("a", None);
     bell.ring();
-    let first = reader.next().await.map(|l| (l.id.to_string(), l.event));
+    let first = reader.next().await.map(|l| (l.id, l.event));
     assert_eq!(first, Some(("0/4".to_owned(), "a")));
     log.append("b", None);
     log.finish();

@@ -75,3 +75,9 @@ pub trait RetryPolicy: Debug + Send + Sync {
     /// The delay before attempt `failures + 1`.
     fn retry(&self, failures: usize) -> Option<Duration>;
 }
+
+impl<P: RetryPolicy + ?Sized> RetryPolicy for std::sync::Arc<P> {
+    fn retry(&self, failures: usize) -> Option<Duration> {
+        (**self).retry(failures)
+    }
+}

@@ -16,7 +16,6 @@
 //! lives in it.
 
 use std::mem;
-use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
@@ -73,10 +72,10 @@ enum Frame<E: std::error::Error + 'static> {
 
 type Item<E> = Result<Sse, ResumeStreamError<E>>;
 
-pub(super) struct Machine<C: Connector> {
+pub(super) struct Machine<C: Connector, P: RetryPolicy> {
     connector: C,
     scope: StreamScope,
-    policy: Arc<dyn RetryPolicy>,
+    policy: P,
     config: ResumeConfig,
     state: State,
     /// The `Last-Event-ID` of the next reconnect.
@@ -122,13 +121,13 @@ async fn read(frames: &mut SseFrames, idle: Option<Duration>) -> Read {
     }
 }
 
-impl<C: Connector> Machine<C> {
+impl<C: Connector, P: RetryPolicy> Machine<C, P> {
     pub(super) fn new(
         first: Option<SseFrames>,
         cursor: Option<String>,
         connector: C,
         scope: StreamScope,
-        policy: Arc<dyn RetryPolicy>,
+        policy: P,
         config: ResumeConfig,
     ) -> Self {
         let state = match first {

@@ -65,6 +65,12 @@ pub fn resuming_sse_frames<R: Connector>(
     retry_policy: Arc<dyn SseRetryPolicy>,
     config: ResumeConfig,
 ) -> impl Stream<Item = Result<Sse, ResumeStreamError<R::Error>>> + Send + 'static {
-    let policy = Arc::new(Policy(retry_policy));
-    resuming_frames(first, last_event_id, connector, scope, policy, config)
+    resuming_frames(
+        first,
+        last_event_id,
+        connector,
+        scope,
+        Policy(retry_policy),
+        config,
+    )
 }

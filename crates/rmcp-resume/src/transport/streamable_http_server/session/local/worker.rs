@@ -117,7 +117,7 @@ impl std::fmt::Debug for LocalSessionWorker {
 fn events(reader: LogReader<ServerSseMessage>) -> EventStream {
     Box::pin(reader.map(|logged| {
         let mut event = logged.event;
-        event.event_id = Some(logged.id.to_string());
+        event.event_id = Some(logged.id);
         event
     }))
 }
