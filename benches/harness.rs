@@ -32,7 +32,7 @@ use rmcp_resume_testkit::raw::{RawSession, SseReader};
 use rmcp_resume_testkit::scenario::{self, Ending};
 use rmcp_resume_testkit::{Side, TestServer};
 use serde_json::{Value, json};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncReadExt;
 use tokio_util::sync::CancellationToken;
 use tracing_subscriber::layer::SubscriberExt;
 
@@ -351,31 +351,6 @@ async fn memory(quick: bool) -> AnyResult<Value> {
     Ok(Value::Object(out))
 }
 
-/// Opens the standalone GET of `session` on a socket with a tiny receive
-/// buffer, reads the response head, and then never reads again.
-async fn stalled_reader(url: &str, session: &str) -> AnyResult<tokio::net::TcpStream> {
-    let url = reqwest::Url::parse(url)?;
-    let addr = url
-        .socket_addrs(|| None)?
-        .into_iter()
-        .next()
-        .ok_or_else(|| anyhow::anyhow!("no address for {url}"))?;
-    let socket = tokio::net::TcpSocket::new_v4()?;
-    socket.set_recv_buffer_size(4096)?;
-    let mut stream = socket.connect(addr).await?;
-    let head = format!(
-        "GET {} HTTP/1.1\r\nhost: {}\r\naccept: text/event-stream\r\nmcp-session-id: {session}\r\nmcp-protocol-version: 2025-11-25\r\n\r\n",
-        url.path(),
-        addr
-    );
-    stream.write_all(head.as_bytes()).await?;
-    let mut buf = [0u8; 1024];
-    let n = stream.read(&mut buf).await?;
-    let head = String::from_utf8_lossy(&buf[..n]);
-    anyhow::ensure!(head.starts_with("HTTP/1.1 200"), "GET: {head}");
-    Ok(stream)
-}
-
 async fn timed_call(
     session: &mut RawSession,
     tool: &str,
@@ -421,7 +396,7 @@ async fn stalled_side(side: Side, quick: bool) -> AnyResult<Value> {
     baseline.sort();
 
     let mut session = RawSession::open(&url).await?;
-    let _reader = stalled_reader(&url, &session.session).await?;
+    let _reader = session.stalled_get().await?;
     // 64 × 256 KiB: far beyond the socket buffers of both ends.
     let flood = timed_call(
         &mut session,

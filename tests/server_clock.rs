@@ -128,3 +128,83 @@ async fn completed_request_stream_is_resumable_until_its_ttl_then_rejected() {
     let body: Value = serde_json::from_str(&text(response).await).unwrap_or_default();
     assert_eq!(body["error"]["data"]["cursor"], json!(priming));
 }
+
+/// A GET whose body is never polled past its first frame is a reader that
+/// has stalled, on any machine: no socket buffer absorbs what it does not read.
+#[tokio::test(start_paused = true)]
+async fn a_stalled_reader_holds_back_only_its_stream_and_only_until_the_stall_timeout() {
+    use http_body_util::BodyExt as _;
+    use rmcp::transport::resumption::{REPLAY_NOTICE_EVENT, ReplayNotice};
+
+    const STALL: Duration = Duration::from_secs(5);
+    let service = TestServer::new(Side::Fork)
+        .window(4)
+        .stall_timeout(STALL)
+        .without_session_timers()
+        .keep_alive(None)
+        .demo_service()
+        .0;
+    let session = open(&service).await;
+    let get = service
+        .handle(request(http::Method::GET, Some(&session), None))
+        .await;
+    assert_eq!(get.status(), 200);
+    let mut stalled = get.into_body();
+    // The priming frame, then nothing is ever read again.
+    let priming = stalled.frame().await;
+    assert!(priming.is_some());
+    let started = tokio::time::Instant::now();
+
+    let flood = json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": { "name": "announce", "arguments": { "count": 50 } } });
+    let flooding = service
+        .handle(request(http::Method::POST, Some(&session), Some(flood)))
+        .await;
+    let flood = tokio::spawn(text(flooding));
+
+    // The rest of the session answers while the flood waits for the reader.
+    let sum = json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": { "name": "sum", "arguments": { "a": 2, "b": 2 } } });
+    let answer = text(
+        service
+            .handle(request(http::Method::POST, Some(&session), Some(sum)))
+            .await,
+    )
+    .await;
+    assert!(answer.contains(r#""text":"4""#), "{answer}");
+    assert!(
+        started.elapsed() < STALL,
+        "answered while the reader stalls"
+    );
+    assert!(!flood.is_finished(), "the flood waits for its reader");
+
+    // After the stall timeout the reader is ended and the flood goes on.
+    let flooded = flood.await.unwrap_or_else(|e| panic!("{e}"));
+    assert!(flooded.contains("announced 50"), "{flooded}");
+    assert!(started.elapsed() >= STALL, "{:?}", started.elapsed());
+    drop(stalled);
+
+    // Its resume is told that the floor moved past it.
+    let mut resume = request(http::Method::GET, Some(&session), None);
+    resume
+        .headers_mut()
+        .insert("last-event-id", http::HeaderValue::from_static("0"));
+    let response = service.handle(resume).await;
+    assert_eq!(response.status(), 200);
+    let mut body = response.into_body();
+    let first = match body.frame().await {
+        Some(Ok(frame)) => frame.into_data().unwrap_or_default(),
+        _ => panic!("no notice"),
+    };
+    let first = String::from_utf8_lossy(&first).into_owned();
+    assert!(
+        first.contains(&format!("event: {REPLAY_NOTICE_EVENT}")),
+        "{first}"
+    );
+    let data = first
+        .lines()
+        .find_map(|l| l.strip_prefix("data: "))
+        .unwrap_or_else(|| panic!("{first}"));
+    let notice = ReplayNotice::from_json(data).unwrap_or_else(|e| panic!("{e}"));
+    assert!(!notice.complete, "{notice:?}");
+}

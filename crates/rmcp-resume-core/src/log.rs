@@ -10,9 +10,23 @@
 //! on one standalone stream, #659: kept open by keep-alives only, so that no
 //! event is ever sent on two connections). When the primary goes away the
 //! newest shadow is promoted and carries on where the primary stopped.
+//!
+//! # Backpressure, not loss
+//!
+//! While a primary is attached, an event it has not read is never evicted:
+//! [`StreamLog::try_append`] hands the event back instead, and the producer
+//! of that stream (only) waits until the reader makes [`Room`]. A reader that
+//! makes no progress for a stall timeout is ended
+//! ([`StreamLog::end_stalled`]); only then does the floor move past it, and
+//! its resume learns the floor. A stream with no reader keeps its last
+//! `capacity` events for a resume, the oldest evicted first.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use tokio::sync::Notify;
+use tokio::time::Instant;
 
 use crate::resumption::{LogView, RmcpEventId, StreamId};
 
@@ -21,6 +35,32 @@ mod reader;
 mod tests;
 
 pub use reader::{Bell, LogReader, Logged};
+
+/// Wakes the producer of a session's streams when a reader has read, so an
+/// event that did not fit can be appended now.
+#[derive(Debug, Clone, Default)]
+pub struct Room(Arc<Notify>);
+
+impl Room {
+    /// Waits until some reader has made room since the last wait.
+    pub async fn made(&self) {
+        self.0.notified().await;
+    }
+
+    fn notify(&self) {
+        self.0.notify_one();
+    }
+}
+
+/// An event the log could not take: a connected reader has not read the
+/// oldest retained event yet.
+#[derive(Debug)]
+pub struct Full<E> {
+    /// The event, handed back.
+    pub event: E,
+    /// Its store-assigned id, handed back.
+    pub id: Option<String>,
+}
 
 /// Identifies one reader (one HTTP connection) of a log.
 pub type ReaderId = u64;
@@ -42,6 +82,8 @@ struct Reader {
     position: u64,
     /// End the connection once `position` reaches this index.
     end_at: Option<u64>,
+    /// When this reader last took an event (or attached).
+    progressed_at: Instant,
 }
 
 #[derive(Debug)]
@@ -64,6 +106,8 @@ struct LogState<E> {
     /// the last primary, so events it never delivered are not lost.
     resume_position: u64,
     max_shadows: usize,
+    /// A producer is waiting for room.
+    blocked: bool,
 }
 
 impl<E> LogState<E> {
@@ -73,6 +117,46 @@ impl<E> LogState<E> {
 
     fn primary(&mut self) -> Option<&mut Reader> {
         self.readers.iter_mut().find(|r| r.role == Role::Primary)
+    }
+
+    /// The primary that still needs the oldest retained event, if any.
+    fn holding_the_floor(&self) -> Option<&Reader> {
+        let floor = self.entries.front()?.index;
+        self.readers
+            .iter()
+            .find(|r| r.role == Role::Primary && r.position <= floor)
+    }
+
+    /// Whether the next append must wait for a reader.
+    fn is_full(&self) -> bool {
+        self.entries.len() >= self.capacity && self.holding_the_floor().is_some()
+    }
+
+    /// Removes reader `at`. A primary leaves its position for the next one:
+    /// the newest shadow is promoted there, so nothing it had not delivered
+    /// is skipped.
+    fn remove(&mut self, at: usize, now: Instant) -> Reader {
+        let gone = self.readers.remove(at);
+        if gone.role == Role::Primary {
+            self.resume_position = gone.position;
+            let position = gone.position.max(self.floor());
+            if let Some(newest) = self
+                .readers
+                .iter_mut()
+                .rev()
+                .find(|r| r.role == Role::Shadow)
+            {
+                newest.role = Role::Primary;
+                newest.position = position;
+                newest.progressed_at = now;
+                tracing::debug!(
+                    reader = newest.id,
+                    position,
+                    "promoted shadow stream to primary"
+                );
+            }
+        }
+        gone
     }
 
     fn shadow_count(&self) -> usize {
@@ -106,16 +190,19 @@ enum Step<E> {
 pub struct StreamLog<E> {
     state: Mutex<LogState<E>>,
     stream: StreamId,
+    room: Room,
 }
 
 impl<E: Clone> StreamLog<E> {
     /// A log whose first event gets index `first_index`, retaining at most
-    /// `capacity` events (at least one) and `max_shadows` shadow readers.
+    /// `capacity` events (at least one) and `max_shadows` shadow readers;
+    /// readers tell `room` when they make room.
     pub fn new(
         stream: StreamId,
         first_index: u64,
         capacity: usize,
         max_shadows: usize,
+        room: Room,
     ) -> Arc<Self> {
         Arc::new(Self {
             state: Mutex::new(LogState {
@@ -128,8 +215,10 @@ impl<E: Clone> StreamLog<E> {
                 readers: Vec::new(),
                 resume_position: first_index,
                 max_shadows,
+                blocked: false,
             }),
             stream,
+            room,
         })
     }
 
@@ -160,19 +249,79 @@ impl<E: Clone> StreamLog<E> {
         }
     }
 
-    /// Appends an event under the next index and returns that index. Its
-    /// wire id is `id` when given (event stores assign their own), else the
-    /// rmcp id of the index.
+    /// Appends an event under the next index and returns that index,
+    /// evicting the oldest event even if a reader still needs it (that
+    /// reader then ends and learns the floor on resume). For the server's own
+    /// control frames; events go through [`try_append`](Self::try_append).
+    /// Its wire id is `id` when given (event stores assign their own), else
+    /// the rmcp id of the index.
     pub fn append(&self, event: E, id: Option<String>) -> u64 {
         let mut state = self.lock();
-        let index = state.next_index;
-        let id = id.unwrap_or_else(|| self.event_id(index).to_string());
         if state.entries.len() >= state.capacity {
             state.entries.pop_front();
         }
+        self.push(&mut state, event, id)
+    }
+
+    /// Appends an event unless a connected reader has not yet read the
+    /// oldest retained one and the log is at capacity; then the event comes
+    /// back, and [`Room`] is told once that reader has read.
+    pub fn try_append(&self, event: E, id: Option<String>) -> Result<u64, Full<E>> {
+        let mut state = self.lock();
+        if state.is_full() {
+            state.blocked = true;
+            return Err(Full { event, id });
+        }
+        state.blocked = false;
+        if state.entries.len() >= state.capacity {
+            state.entries.pop_front();
+        }
+        Ok(self.push(&mut state, event, id))
+    }
+
+    fn push(&self, state: &mut LogState<E>, event: E, id: Option<String>) -> u64 {
+        let index = state.next_index;
+        let id = id.unwrap_or_else(|| self.event_id(index).to_string());
         state.entries.push_back(Entry { index, id, event });
         state.next_index = index.saturating_add(1);
         index
+    }
+
+    /// When the reader holding a full log back will have made no progress
+    /// for `stall`; `None` when nothing holds it back.
+    pub fn stall_deadline(&self, stall: Duration) -> Option<Instant> {
+        let state = self.lock();
+        if !state.is_full() {
+            return None;
+        }
+        let reader = state.holding_the_floor()?;
+        Some(reader.progressed_at + stall)
+    }
+
+    /// Ends the reader holding a full log back if it has made no progress
+    /// for `stall` by `now`. Returns whether one was ended; the floor may
+    /// then move past it, and its resume is told so.
+    pub fn end_stalled(&self, now: Instant, stall: Duration) -> bool {
+        let mut state = self.lock();
+        if !state.is_full() {
+            return false;
+        }
+        let Some(at) = state.holding_the_floor().and_then(|stalled| {
+            let id = stalled.id;
+            (now.duration_since(stalled.progressed_at) >= stall)
+                .then(|| state.readers.iter().position(|r| r.id == id))
+                .flatten()
+        }) else {
+            return false;
+        };
+        let gone = state.remove(at, now);
+        tracing::debug!(
+            reader = gone.id,
+            position = gone.position,
+            ?stall,
+            "ended a reader that made no progress"
+        );
+        true
     }
 
     /// Marks the stream as complete: readers end once they have drained it.
@@ -203,6 +352,7 @@ impl<E: Clone> StreamLog<E> {
             role: Role::Primary,
             position,
             end_at: None,
+            progressed_at: Instant::now(),
         });
         state.enforce_shadow_limit();
     }
@@ -215,6 +365,7 @@ impl<E: Clone> StreamLog<E> {
             role: Role::Shadow,
             position: 0,
             end_at: None,
+            progressed_at: Instant::now(),
         });
         state.enforce_shadow_limit();
     }
@@ -250,24 +401,10 @@ impl<E: Clone> StreamLog<E> {
         let Some(at) = state.readers.iter().position(|r| r.id == id) else {
             return false;
         };
-        let gone = state.readers.remove(at);
-        if gone.role == Role::Primary {
-            state.resume_position = gone.position;
-            let position = gone.position.max(state.floor());
-            if let Some(newest) = state
-                .readers
-                .iter_mut()
-                .rev()
-                .find(|r| r.role == Role::Shadow)
-            {
-                newest.role = Role::Primary;
-                newest.position = position;
-                tracing::debug!(
-                    reader = newest.id,
-                    position,
-                    "promoted shadow stream to primary"
-                );
-            }
+        let gone = state.remove(at, Instant::now());
+        tracing::trace!(reader = id, position = gone.position, role = ?gone.role, "reader detached");
+        if state.blocked {
+            self.room.notify();
         }
         true
     }
@@ -319,6 +456,10 @@ impl<E: Clone> StreamLog<E> {
             && reader.position == index
         {
             reader.position = index.saturating_add(1);
+            reader.progressed_at = Instant::now();
+            if state.blocked && !state.is_full() {
+                self.room.notify();
+            }
         }
     }
 }

@@ -182,6 +182,33 @@ impl RawSession {
         Ok(this)
     }
 
+    /// Opens this session's standalone GET on a socket with a tiny receive
+    /// buffer, reads the response head, and never reads again: a reader
+    /// that has stalled, whatever the machine's socket buffer sizes.
+    pub async fn stalled_get(&self) -> anyhow::Result<tokio::net::TcpStream> {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let url = reqwest::Url::parse(&self.url)?;
+        let addr = url
+            .socket_addrs(|| None)?
+            .into_iter()
+            .next()
+            .ok_or_else(|| anyhow::anyhow!("no address for {url}"))?;
+        let socket = tokio::net::TcpSocket::new_v4()?;
+        socket.set_recv_buffer_size(4096)?;
+        let mut stream = socket.connect(addr).await?;
+        let head = format!(
+            "GET {} HTTP/1.1\r\nhost: {addr}\r\naccept: text/event-stream\r\nmcp-session-id: {}\r\nmcp-protocol-version: {PROTOCOL}\r\n\r\n",
+            url.path(),
+            self.session
+        );
+        stream.write_all(head.as_bytes()).await?;
+        let mut buf = [0u8; 1024];
+        let n = stream.read(&mut buf).await?;
+        let head = String::from_utf8_lossy(&buf[..n]);
+        anyhow::ensure!(head.starts_with("HTTP/1.1 200"), "GET: {head}");
+        Ok(stream)
+    }
+
     /// POSTs a JSON-RPC message in this session.
     pub async fn post(&self, body: Value) -> anyhow::Result<reqwest::Response> {
         Ok(self

@@ -68,6 +68,7 @@ pub struct TestServer {
     session_timers: bool,
     completed_ttl: Option<Duration>,
     max_completed_streams: Option<usize>,
+    stall_timeout: Option<Duration>,
     nodelay: bool,
     addr: SocketAddr,
     ct: CancellationToken,
@@ -87,6 +88,7 @@ impl TestServer {
             session_timers: true,
             completed_ttl: None,
             max_completed_streams: None,
+            stall_timeout: None,
             nodelay: false,
             addr: SocketAddr::from(([127, 0, 0, 1], 0)),
             ct: CancellationToken::new(),
@@ -152,6 +154,14 @@ impl TestServer {
         }
     }
 
+    /// How long a reader may hold its stream back without reading (fork only).
+    pub fn stall_timeout(self, stall: Duration) -> Self {
+        Self {
+            stall_timeout: Some(stall),
+            ..self
+        }
+    }
+
     /// Sets `TCP_NODELAY` on accepted connections, as a latency-minded
     /// deployment would (`axum::serve` leaves it off).
     pub fn nodelay(self) -> Self {
@@ -195,6 +205,9 @@ impl TestServer {
         );
         if let Some(streams) = self.max_completed_streams {
             session.max_completed_streams = streams;
+        }
+        if let Some(stall) = self.stall_timeout {
+            session.reader_stall_timeout = stall;
         }
         if !self.session_timers {
             session.keep_alive = None;

@@ -1,8 +1,12 @@
+use std::time::Duration;
+
+use tokio::time::Instant;
+
 use super::*;
 use crate::resumption::{ResumeAnswer, StreamLookup, plan};
 
 fn filled(capacity: usize, events: u64) -> Arc<StreamLog<()>> {
-    let log = StreamLog::new(StreamId::Standalone, 1, capacity, 2);
+    let log = StreamLog::new(StreamId::Standalone, 1, capacity, 2, Room::default());
     for _ in 0..events {
         log.append((), None);
     }
@@ -51,7 +55,7 @@ fn empty_log_floor_is_the_next_index() {
 
 #[test]
 fn ids_carry_the_stream() {
-    let log = StreamLog::new(StreamId::Request(7), 0, 4, 0);
+    let log = StreamLog::new(StreamId::Request(7), 0, 4, 0, Room::default());
     log.append((), None);
     assert_eq!(log.event_id(0).to_string(), "0/7");
     assert_eq!(log.event_id(3).to_string(), "3/7");
@@ -95,6 +99,7 @@ fn shadow_limit_drops_the_oldest() {
 fn a_reader_behind_the_floor_is_ended_not_skipped() {
     let log = filled(2, 1);
     log.attach_primary(1, 1);
+    // Forced appends (the server's control frames) may evict unread events.
     for _ in 0..5 {
         log.append((), None);
     }
@@ -102,8 +107,101 @@ fn a_reader_behind_the_floor_is_ended_not_skipped() {
 }
 
 #[test]
+fn an_unread_event_is_never_evicted_while_its_reader_is_attached() {
+    let log = filled(2, 0);
+    log.attach_primary(1, 1);
+    assert!(log.try_append((), None).is_ok());
+    assert!(log.try_append((), None).is_ok());
+    let full = log.try_append((), None);
+    assert!(
+        full.is_err(),
+        "the reader has read nothing: the third waits"
+    );
+    assert_eq!(log.view().floor, 1, "nothing was evicted");
+    // Reading one event makes room for exactly one more.
+    assert!(matches!(log.step(1), Step::Send(1, _)));
+    log.delivered(1, 1);
+    assert!(log.try_append((), None).is_ok());
+    assert!(log.try_append((), None).is_err());
+    assert_eq!(log.view().floor, 2);
+}
+
+#[test]
+fn without_a_reader_the_oldest_event_is_evicted() {
+    let log = filled(2, 0);
+    for _ in 0..5 {
+        assert!(log.try_append((), None).is_ok());
+    }
+    assert_eq!(log.view().floor, 4);
+    log.attach_shadow(9);
+    assert!(log.try_append((), None).is_ok(), "shadows read nothing");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_reader_that_reads_wakes_the_waiting_producer() {
+    let room = Room::default();
+    let log = StreamLog::new(StreamId::Standalone, 1, 1, 0, room.clone());
+    log.attach_primary(1, 1);
+    assert!(log.try_append((), None).is_ok());
+    assert!(log.try_append((), None).is_err());
+    let waiting = tokio::spawn({
+        let room = room.clone();
+        async move { room.made().await }
+    });
+    tokio::task::yield_now().await;
+    assert!(!waiting.is_finished(), "no room yet");
+    log.delivered(1, 1);
+    tokio::time::timeout(Duration::from_secs(1), waiting)
+        .await
+        .unwrap_or_else(|_| panic!("the producer was not woken"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(log.try_append((), None).is_ok());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_stalled_reader_is_ended_after_the_stall_timeout_and_not_before() {
+    let stall = Duration::from_secs(10);
+    let log = filled(2, 0);
+    log.attach_primary(1, 1);
+    log.try_append((), None).unwrap_or_else(|_| panic!("room"));
+    log.try_append((), None).unwrap_or_else(|_| panic!("room"));
+    assert!(log.try_append((), None).is_err());
+    let deadline = log
+        .stall_deadline(stall)
+        .unwrap_or_else(|| panic!("a full log has a deadline"));
+    assert_eq!(deadline, Instant::now() + stall);
+    tokio::time::advance(stall - Duration::from_millis(1)).await;
+    assert!(!log.end_stalled(Instant::now(), stall), "not yet");
+    tokio::time::advance(Duration::from_millis(1)).await;
+    assert!(log.end_stalled(Instant::now(), stall));
+    assert!(!log.has_primary());
+    assert!(matches!(log.step(1), Step::Done), "its connection ends");
+    assert!(log.try_append((), None).is_ok(), "the floor moves past it");
+    assert_eq!(log.view().floor, 2);
+    assert_eq!(log.stall_deadline(stall), None);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_promoted_shadow_gets_a_fresh_stall_window() {
+    let stall = Duration::from_secs(10);
+    let log = filled(1, 0);
+    log.attach_primary(1, 1);
+    log.attach_shadow(2);
+    log.try_append((), None).unwrap_or_else(|_| panic!("room"));
+    assert!(log.try_append((), None).is_err());
+    tokio::time::advance(stall).await;
+    assert!(log.end_stalled(Instant::now(), stall));
+    assert!(log.has_primary(), "the shadow took over");
+    assert!(
+        matches!(log.step(2), Step::Send(1, _)),
+        "from where 1 stopped"
+    );
+    assert_eq!(log.stall_deadline(stall), Some(Instant::now() + stall));
+}
+
+#[test]
 fn request_stream_has_one_reader_and_finishes() {
-    let log = StreamLog::new(StreamId::Request(0), 0, 8, 0);
+    let log = StreamLog::new(StreamId::Request(0), 0, 8, 0, Room::default());
     log.append((), None);
     log.attach_primary(1, 0);
     log.attach_primary(2, 0);
@@ -116,7 +214,7 @@ fn request_stream_has_one_reader_and_finishes() {
 
 #[test]
 fn store_assigned_ids_are_kept() {
-    let log = StreamLog::new(StreamId::Request(0), 0, 8, 0);
+    let log = StreamLog::new(StreamId::Request(0), 0, 8, 0, Room::default());
     log.append((), Some("store-17".to_owned()));
     log.attach_primary(1, 0);
     match log.step(1) {
@@ -129,7 +227,7 @@ fn store_assigned_ids_are_kept() {
 async fn a_reader_streams_what_is_appended_and_ends_when_finished() {
     use futures::StreamExt;
     let bell = Bell::default();
-    let log = StreamLog::new(StreamId::Request(4), 0, 8, 0);
+    let log = StreamLog::new(StreamId::Request(4), 0, 8, 0, Room::default());
     log.attach_primary(1, 0);
     let mut reader = LogReader::new(log.clone(), 1, bell.clone());
     log.append("a", None);

@@ -20,6 +20,11 @@ pub struct SessionConfig {
     /// Answered request streams kept resumable at once; beyond this the
     /// oldest is forgotten before its `completed_cache_ttl` (fork-only).
     pub max_completed_streams: usize,
+    /// How long a connected reader may hold its stream back without reading
+    /// before its connection is ended (fork-only). Until then its stream's
+    /// handler waits instead of losing an event the reader has not read; the
+    /// rest of the session is not held back.
+    pub reader_stall_timeout: Duration,
 }
 
 impl SessionConfig {
@@ -35,6 +40,8 @@ impl SessionConfig {
     pub const DEFAULT_KEEP_ALIVE: Duration = Duration::from_secs(5 * 60);
     /// Default `max_completed_streams`.
     pub const DEFAULT_MAX_COMPLETED_STREAMS: usize = 1024;
+    /// Default `reader_stall_timeout`: ten seconds.
+    pub const DEFAULT_READER_STALL_TIMEOUT: Duration = Duration::from_secs(10);
 }
 
 impl Default for SessionConfig {
@@ -46,6 +53,7 @@ impl Default for SessionConfig {
             sse_retry: Some(Self::DEFAULT_SSE_RETRY),
             keep_alive: Some(Self::DEFAULT_KEEP_ALIVE),
             max_completed_streams: Self::DEFAULT_MAX_COMPLETED_STREAMS,
+            reader_stall_timeout: Self::DEFAULT_READER_STALL_TIMEOUT,
         }
     }
 }

@@ -6,8 +6,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
-use rmcp_resume_core::log::{Bell, LogReader, ReaderId, StreamLog};
-use tokio::sync::mpsc;
+use rmcp_resume_core::log::{Bell, Full, LogReader, ReaderId, Room, StreamLog};
+use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
 use super::compat::{SessionEvent, StreamableHttpMessageReceiver, forward};
@@ -31,6 +31,21 @@ pub type SessionTransport = WorkerTransport<LocalSessionWorker>;
 
 type Log = Arc<StreamLog<ServerSseMessage>>;
 
+/// Where the handler learns that its message was sent.
+type Responder = oneshot::Sender<Result<(), LocalSessionWorkerError>>;
+
+/// A handler's message waiting for its stream's reader to make room. Its
+/// handler waits with it; nothing else in the session does.
+#[derive(Debug)]
+struct Parked {
+    event: ServerSseMessage,
+    /// The id an event store assigned, so it is stored once.
+    id: Option<String>,
+    /// The message answers its request.
+    completes: bool,
+    responder: Responder,
+}
+
 /// Creates a session's handle and the worker to spawn for it.
 pub fn create_local_session(
     id: impl Into<SessionId>,
@@ -46,11 +61,13 @@ pub(super) fn new_session(
 ) -> (LocalSessionHandle, LocalSessionWorker) {
     let (event_tx, event_rx) = mpsc::channel(config.channel_capacity.max(1));
     tracing::debug!(session_id = %id, "create new session");
+    let room = Room::default();
     let standalone = StreamLog::new(
         StreamId::Standalone,
         1,
         config.channel_capacity,
         MAX_SHADOW_STREAMS,
+        room.clone(),
     );
     let worker = LocalSessionWorker {
         id: id.clone(),
@@ -58,12 +75,14 @@ pub(super) fn new_session(
         event_store,
         event_rx,
         standalone,
+        standalone_parked: VecDeque::new(),
         requests: HashMap::new(),
         completed: VecDeque::new(),
         routes: Routes::default(),
         next_http_request_id: 0,
         next_reader: 0,
         bell: Bell::default(),
+        room,
     };
     (LocalSessionHandle { id, event_tx }, worker)
 }
@@ -71,6 +90,7 @@ pub(super) fn new_session(
 #[derive(Debug)]
 struct RequestStream {
     log: Log,
+    parked: VecDeque<Parked>,
     routes: HashSet<Route>,
     completed_at: Option<Instant>,
 }
@@ -83,6 +103,7 @@ pub struct LocalSessionWorker {
     event_store: Option<Arc<dyn EventStore>>,
     event_rx: mpsc::Receiver<SessionEvent>,
     standalone: Log,
+    standalone_parked: VecDeque<Parked>,
     requests: HashMap<HttpRequestId, RequestStream>,
     /// Answered request streams in the order they completed, so expiry is
     /// amortised O(1) however many a session has answered.
@@ -91,6 +112,7 @@ pub struct LocalSessionWorker {
     next_http_request_id: HttpRequestId,
     next_reader: ReaderId,
     bell: Bell,
+    room: Room,
 }
 
 impl Drop for LocalSessionWorker {
@@ -152,23 +174,10 @@ impl LocalSessionWorker {
         ))
     }
 
+    /// Appends one of the server's own control frames (a priming `retry`),
+    /// which never waits for room.
     async fn append(&mut self, log: &Log, event: ServerSseMessage) -> Result<(), SessionError> {
-        let id = match &self.event_store {
-            Some(store) => {
-                let stream_id = match log.stream() {
-                    StreamId::Request(m) => format!("{}:{m}", self.id),
-                    // Upstream's key, so stores written by upstream stay readable.
-                    StreamId::Standalone => format!("{}:common", self.id),
-                };
-                Some(
-                    store
-                        .store_event(&stream_id, &event)
-                        .await
-                        .map_err(SessionError::EventStore)?,
-                )
-            }
-            None => None,
-        };
+        let id = self.store(log.stream(), &event).await?;
         log.append(event, id);
         self.bell.ring();
         Ok(())
@@ -180,7 +189,13 @@ impl LocalSessionWorker {
         if self.requests.contains_key(&m) {
             return Err(SessionError::DuplicatedRequestId(m));
         }
-        let log = StreamLog::new(StreamId::Request(m), 0, self.config.channel_capacity, 0);
+        let log = StreamLog::new(
+            StreamId::Request(m),
+            0,
+            self.config.channel_capacity,
+            0,
+            self.room.clone(),
+        );
         if let Some(retry) = self.config.sse_retry {
             self.append(&log, ServerSseMessage::retry(retry)).await?;
         }
@@ -188,6 +203,7 @@ impl LocalSessionWorker {
             m,
             RequestStream {
                 log: log.clone(),
+                parked: VecDeque::new(),
                 routes: HashSet::new(),
                 completed_at: None,
             },
@@ -240,22 +256,146 @@ impl LocalSessionWorker {
         }
     }
 
-    async fn deliver(&mut self, message: ServerJsonRpcMessage) -> Result<(), SessionError> {
+    /// Routes a handler's message into its stream's log. If the stream's
+    /// reader has not read the oldest retained event and the log is full, the
+    /// message is parked, and `responder` answers once it is in the log: the
+    /// handler waits, the session does not.
+    async fn deliver(&mut self, message: ServerJsonRpcMessage, responder: Responder) {
         let destination = self.routes.destination(&message);
         let event = ServerSseMessage::from_message(message);
-        let Some(m) = destination.stream else {
-            let log = self.standalone.clone();
-            return self.append(&log, event).await;
+        let stream = match destination.stream {
+            None => StreamId::Standalone,
+            Some(m) if self.requests.contains_key(&m) => StreamId::Request(m),
+            Some(m) => {
+                let closed = SessionError::ChannelClosed(Some(m));
+                let _ = responder.send(Err(LocalSessionWorkerError::FailToHandleMessage(closed)));
+                return;
+            }
         };
-        let Some(stream) = self.requests.get(&m) else {
-            return Err(SessionError::ChannelClosed(Some(m)));
+        let id = match self.store(stream, &event).await {
+            Ok(id) => id,
+            Err(error) => {
+                let _ = responder.send(Err(LocalSessionWorkerError::FailToHandleMessage(error)));
+                return;
+            }
         };
-        let log = stream.log.clone();
-        self.append(&log, event).await?;
-        if destination.completes {
+        let parked = Parked {
+            event,
+            id,
+            completes: destination.completes,
+            responder,
+        };
+        match self.outbox(stream) {
+            Some((_, queue)) => queue.push_back(parked),
+            None => return,
+        }
+        self.flush(stream);
+    }
+
+    /// Persists `event` in the event store, if there is one; returns its id.
+    async fn store(
+        &self,
+        stream: StreamId,
+        event: &ServerSseMessage,
+    ) -> Result<Option<String>, SessionError> {
+        let Some(store) = &self.event_store else {
+            return Ok(None);
+        };
+        let stream_id = match stream {
+            StreamId::Request(m) => format!("{}:{m}", self.id),
+            // Upstream's key, so stores written by upstream stay readable.
+            StreamId::Standalone => format!("{}:common", self.id),
+        };
+        store
+            .store_event(&stream_id, event)
+            .await
+            .map(Some)
+            .map_err(SessionError::EventStore)
+    }
+
+    /// A stream's log and its parked messages.
+    fn outbox(&mut self, stream: StreamId) -> Option<(&Log, &mut VecDeque<Parked>)> {
+        match stream {
+            StreamId::Standalone => Some((&self.standalone, &mut self.standalone_parked)),
+            StreamId::Request(m) => self.requests.get_mut(&m).map(|r| (&r.log, &mut r.parked)),
+        }
+    }
+
+    /// Moves parked messages into `stream`'s log, oldest first, while it has
+    /// room.
+    fn flush(&mut self, stream: StreamId) {
+        let mut answered = false;
+        let mut appended = false;
+        if let Some((log, queue)) = self.outbox(stream) {
+            while let Some(parked) = queue.pop_front() {
+                match log.try_append(parked.event, parked.id) {
+                    Ok(_) => {
+                        appended = true;
+                        answered |= parked.completes;
+                        if parked.responder.send(Ok(())).is_err() {
+                            tracing::debug!(?stream, "handler stopped waiting for a send result");
+                        }
+                    }
+                    Err(Full { event, id }) => {
+                        queue.push_front(Parked {
+                            event,
+                            id,
+                            ..parked
+                        });
+                        break;
+                    }
+                }
+            }
+        }
+        if let (true, StreamId::Request(m)) = (answered, stream) {
             self.complete(m);
         }
-        Ok(())
+        if appended {
+            self.bell.ring();
+        }
+    }
+
+    /// Every stream with parked messages.
+    fn parked_streams(&self) -> Vec<StreamId> {
+        let standalone = (!self.standalone_parked.is_empty()).then_some(StreamId::Standalone);
+        let requests = self
+            .requests
+            .iter()
+            .filter(|(_, r)| !r.parked.is_empty())
+            .map(|(m, _)| StreamId::Request(*m));
+        standalone.into_iter().chain(requests).collect()
+    }
+
+    /// When the earliest reader holding a parked message back will count as
+    /// stalled.
+    fn stall_deadline(&self) -> Option<Instant> {
+        let stall = self.config.reader_stall_timeout;
+        let logs = (!self.standalone_parked.is_empty())
+            .then_some(&self.standalone)
+            .into_iter()
+            .chain(
+                self.requests
+                    .values()
+                    .filter(|r| !r.parked.is_empty())
+                    .map(|r| &r.log),
+            );
+        logs.filter_map(|log| log.stall_deadline(stall)).min()
+    }
+
+    /// Ends readers that held their stream back for the stall timeout, then
+    /// lets the parked messages in.
+    fn end_stalled(&mut self) {
+        let (now, stall) = (Instant::now(), self.config.reader_stall_timeout);
+        for stream in self.parked_streams() {
+            let ended = self
+                .outbox(stream)
+                .is_some_and(|(log, _)| log.end_stalled(now, stall));
+            if ended {
+                tracing::debug!(session_id = %self.id, ?stream, ?stall, "ended a stalled reader");
+                self.bell.ring();
+            }
+            self.flush(stream);
+        }
     }
 
     /// The request is answered (or cancelled): its stream ends for readers
@@ -463,6 +603,8 @@ impl Worker for LocalSessionWorker {
         let ct = context.cancellation_token.clone();
         loop {
             self.evict_expired();
+            let parked = !self.parked_streams().is_empty();
+            let stall_at = self.stall_deadline();
             tokio::select! {
                 event = self.event_rx.recv() => {
                     let Some(event) = event else {
@@ -477,13 +619,15 @@ impl Worker for LocalSessionWorker {
                 }
                 sent = context.recv_from_handler() => {
                     let sent = sent?;
-                    let result = self
-                        .deliver(sent.message)
-                        .await
-                        .map_err(LocalSessionWorkerError::FailToHandleMessage);
-                    if sent.responder.send(result).is_err() {
-                        tracing::debug!(session_id = %self.id, "handler stopped waiting for a send result");
+                    self.deliver(sent.message, sent.responder).await;
+                }
+                _ = self.room.made(), if parked => {
+                    for stream in self.parked_streams() {
+                        self.flush(stream);
                     }
+                }
+                _ = tokio::time::sleep_until(stall_at.unwrap_or_else(Instant::now)), if stall_at.is_some() => {
+                    self.end_stalled();
                 }
                 _ = ct.cancelled() => return Err(WorkerQuitReason::Cancelled),
                 _ = tokio::time::sleep(idle) => return Err(WorkerQuitReason::IdleTimeout(idle)),
