@@ -175,6 +175,7 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
                 Read::Frame(sse) => match self.on_frame(sse) {
                     Frame::Pass(sse) => {
                         if self.scope == StreamScope::Request && is_response(&sse) {
+                            self.progress();
                             self.drain();
                         }
                         return Some(Ok(*sse));
@@ -293,9 +294,8 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
         if !is_message {
             return Frame::Skip;
         }
-        if sse.data.as_deref().is_some_and(|d| !d.is_empty()) {
-            self.progress();
-        }
+        // A message without an id is not progress: a server that sends one
+        // and closes would otherwise be resumed at its `retry` forever.
         Frame::Pass(Box::new(sse))
     }
 
@@ -467,11 +467,44 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
         }
     }
 
+    /// The connection broke, or the reconnect failed on the way. Neither is
+    /// the server asking for time (its `retry` governs closes it chose), so
+    /// the first attempt after a failure is immediate and later ones follow
+    /// the policy's backoff. Every such failure with one cursor counts toward
+    /// `max_failed_resumes`.
     fn attempt_failed(&mut self, last: Attempt<C::Error>) -> Option<ResumeStreamError<C::Error>> {
         self.state = State::Done;
-        match self.unresumable(last) {
-            Ok(end) => Some(end),
-            Err(last) => self.schedule(last),
+        let last = match self.unresumable(last) {
+            Ok(end) => return Some(end),
+            Err(last) => last,
+        };
+        if self.cursor.is_some() {
+            self.failures_with_cursor += 1;
+            if self.failures_with_cursor >= self.config.max_failed_resumes.max(1) {
+                let error = ResumeStreamError::Exhausted {
+                    attempts: self.failures_with_cursor,
+                    cursor: self.cursor.clone(),
+                    last: Box::new(last),
+                };
+                return self.resume_failed(error);
+            }
+        }
+        match self.policy.retry(self.failures) {
+            Some(delay) => {
+                let delay = if self.failures == 0 {
+                    Duration::ZERO
+                } else {
+                    delay
+                };
+                self.failures += 1;
+                self.state = State::Backoff(delay);
+                None
+            }
+            None => Some(ResumeStreamError::Exhausted {
+                attempts: self.failures,
+                cursor: self.cursor.clone(),
+                last: Box::new(last),
+            }),
         }
     }
 

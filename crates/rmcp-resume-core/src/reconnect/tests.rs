@@ -25,6 +25,8 @@ enum Answer {
     Stall(Vec<Sse>),
     /// An HTTP error.
     Status(u16),
+    /// 200 with these frames, then the connection breaks.
+    Break(Vec<Sse>),
 }
 
 /// When each GET was made (since the script started) and with which cursor.
@@ -90,6 +92,13 @@ impl Connector for Script {
                     .chain(futures::stream::pending())
                     .boxed()),
                 Answer::Status(status) => Err(Status(status)),
+                Answer::Break(frames) => {
+                    let reset = std::io::Error::from(std::io::ErrorKind::ConnectionReset);
+                    let broken = sse_stream::Error::Body(Box::new(reset));
+                    Ok(futures::stream::iter(frames.into_iter().map(Ok))
+                        .chain(futures::stream::once(async move { Err(broken) }))
+                        .boxed())
+                }
             }
         })
     }
@@ -686,4 +695,94 @@ async fn answered_request_stream_is_read_to_its_end_without_resuming() {
         "{error:?}"
     );
     assert!(log.cursors().is_empty());
+}
+
+fn message_without_id(data: &str) -> Sse {
+    Sse {
+        event: None,
+        data: Some(data.to_owned()),
+        id: None,
+        retry: None,
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_broken_connection_is_resumed_at_once_then_backs_off() {
+    // The server asked for `retry: 3000`, but it did not close the stream:
+    // the connection broke, so the client resumes at once.
+    let (script, log) = Script::new(
+        vec![
+            Answer::Break(vec![priming("1/1", 3_000), progress("2/1", 2)]),
+            Answer::Break(vec![]),
+            Answer::Frames(vec![response("3/1")]),
+        ],
+        || Answer::Frames(vec![]),
+    );
+    let stream = resuming_sse_stream(
+        None,
+        cut_after("0/1"),
+        script,
+        StreamScope::Request,
+        backoff(None, 100),
+        ResumeConfig::default(),
+    );
+    let (messages, error) = drain(stream).await;
+    assert!(error.is_none(), "{error:?}");
+    assert_eq!(messages.len(), 2, "the progress and the response");
+    assert_eq!(
+        log.cursors(),
+        [cut_after("0/1"), cut_after("2/1"), cut_after("2/1")]
+    );
+    // At once after the first break; the policy's backoff after the second.
+    assert_eq!(log.gaps(), [Duration::ZERO, Duration::from_millis(200)]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn transport_failures_with_one_cursor_count_toward_max_failed_resumes() {
+    // A server that resets every resume: the policy alone would retry forever.
+    let (script, log) = Script::new(vec![], || Answer::Break(vec![]));
+    let stream = resuming_sse_stream(
+        None,
+        cut_after("3/1"),
+        script,
+        StreamScope::Request,
+        fixed(None, 10),
+        ResumeConfig::default(),
+    );
+    let drained = tokio::time::timeout(Duration::from_secs(60), drain(stream)).await;
+    let (_, error) = drained.unwrap_or_else(|_| panic!("still resuming after 60 s"));
+    assert!(
+        matches!(
+            error,
+            Some(ResumeStreamError::Exhausted { attempts: 3, .. })
+        ),
+        "{error:?}"
+    );
+    assert_eq!(log.cursors(), vec![cut_after("3/1"); 3]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_message_without_an_id_is_not_progress() {
+    // Each GET delivers the same id-less message and closes: without ids
+    // there is nothing to resume from, and no reason to call it progress.
+    let (script, log) = Script::new(vec![], || {
+        Answer::Frames(vec![message_without_id(
+            r#"{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}"#,
+        )])
+    });
+    let stream = resuming_sse_stream(
+        None,
+        None,
+        script,
+        StreamScope::Standalone,
+        fixed(Some(5), 1_000),
+        ResumeConfig::default(),
+    );
+    let (messages, error) = drain(stream).await;
+    assert!(
+        matches!(error, Some(ResumeStreamError::Exhausted { .. })),
+        "{error:?}"
+    );
+    assert!(messages.len() <= 6, "{} deliveries", messages.len());
+    assert!(log.entries().len() <= 6, "{} GETs", log.entries().len());
 }
