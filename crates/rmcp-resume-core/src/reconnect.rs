@@ -27,7 +27,7 @@ mod tests;
 use futures::Stream;
 use sse_stream::Sse;
 
-pub use config::{Discontinuity, DiscontinuityObserver, ResumeConfig};
+pub use config::{Discontinuity, DiscontinuityObserver, IdRules, ResumeConfig};
 pub use connector::{Connector, ReconnectDisposition, RetryPolicy, SseFrames};
 pub use error::{Attempt, ResumeStreamError};
 

@@ -28,13 +28,21 @@
 //! | open, no new event, nothing proven | `Delayed` if [`UnprovenPolicy::Lenient`], else `ResumptionFailed(Unproven)` | wait, or escalate |
 //! | first new rmcp id is the successor | `Resumed(Successor)` | deliver, then check each id with [`ContinuityChecker`] |
 //! | first new rmcp id skips ids | `ResumptionFailed(Gap)` | escalate, naming the lost ids |
-//! | first new rmcp id is on another stream or earlier | `ResumptionFailed(Discontinuous)` | escalate |
+//! | first new rmcp id is on another stream or earlier (a rewind) | `ResumptionFailed(Discontinuous)` | escalate |
 //! | opaque ids, acknowledged | `Resumed(Acknowledged)` | deliver |
 //! | opaque ids, nothing proven | `Resumed(Assumed)` if lenient, else `ResumptionFailed(Unproven)` | deliver, or escalate |
 //!
 //! A re-sent copy of the cursor event (upstream rmcp servers send one) is
 //! never "the first new event": [`ResumeVerifier::on_event`] skips it as a
-//! duplicate.
+//! duplicate. Only an exact copy is a duplicate; an earlier id is a rewind.
+//!
+//! "rmcp id" means an id judged by rmcp's per-stream counter rules (`N`,
+//! `N/M`: the next is `N+1`). Ids that merely look like that may come from a
+//! session-wide counter, where a stream sees `1, 3, 6`. The reconnect machine
+//! applies the rules only once the server vouches for them, with an
+//! `mcp-replay` notice, or when configured to
+//! ([`IdRules`](crate::reconnect::IdRules)); until then it judges every id
+//! with [`EventCursor::into_opaque`].
 //!
 //! # Example
 //!

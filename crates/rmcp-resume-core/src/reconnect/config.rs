@@ -33,6 +33,23 @@ impl fmt::Display for Discontinuity {
     }
 }
 
+/// When the client judges a stream's ids by rmcp's per-stream counter rules
+/// (`N`, `N/M`: the next id is `N+1`, so a jump is a gap and an earlier id a
+/// rewind).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum IdRules {
+    /// Once the server vouches for them with an `mcp-replay` notice, as
+    /// rmcp-resume's server does on every resume. Until then ids are opaque:
+    /// the spec asks only that they be unique, and a conforming server with
+    /// one session-wide counter gives a stream `1, 3, 6`; only an exact
+    /// repeat is dropped.
+    #[default]
+    WhenVouched,
+    /// Always: the peer is known to number each stream `N`, `N+1`, …
+    Rmcp,
+}
+
 /// Called once per [`Discontinuity`].
 pub type DiscontinuityObserver = Arc<dyn Fn(&Discontinuity) + Send + Sync>;
 
@@ -52,6 +69,8 @@ pub struct ResumeConfig {
     pub idle_timeout: Option<Duration>,
     /// Told about every standalone-stream discontinuity.
     pub on_discontinuity: Option<DiscontinuityObserver>,
+    /// When ids are judged as rmcp's counters. Default: once vouched for.
+    pub id_rules: IdRules,
 }
 
 impl Default for ResumeConfig {
@@ -61,6 +80,7 @@ impl Default for ResumeConfig {
             max_failed_resumes: 3,
             idle_timeout: None,
             on_discontinuity: None,
+            id_rules: IdRules::WhenVouched,
         }
     }
 }
@@ -87,6 +107,11 @@ impl ResumeConfig {
         }
     }
 
+    /// Sets [`id_rules`](Self::id_rules).
+    pub fn with_id_rules(self, id_rules: IdRules) -> Self {
+        Self { id_rules, ..self }
+    }
+
     /// Calls `observer` on every standalone-stream discontinuity.
     pub fn on_discontinuity(
         self,
@@ -106,6 +131,7 @@ impl fmt::Debug for ResumeConfig {
             .field("max_failed_resumes", &self.max_failed_resumes)
             .field("idle_timeout", &self.idle_timeout)
             .field("on_discontinuity", &self.on_discontinuity.is_some())
+            .field("id_rules", &self.id_rules)
             .finish()
     }
 }

@@ -23,8 +23,8 @@ use http::StatusCode;
 use sse_stream::Sse;
 
 use super::{
-    Attempt, Connector, Discontinuity, ReconnectDisposition, ResumeConfig, ResumeStreamError,
-    RetryPolicy, SseFrames,
+    Attempt, Connector, Discontinuity, IdRules, ReconnectDisposition, ResumeConfig,
+    ResumeStreamError, RetryPolicy, SseFrames,
 };
 use crate::resumption::{
     Continuity, ContinuityChecker, ContinuityError, EventAction, EventCursor, Proof,
@@ -67,7 +67,9 @@ enum Read {
 enum Frame<E: std::error::Error + 'static> {
     Pass(Box<Sse>),
     Skip,
-    Fail(ResumeStreamError<E>),
+    /// The frame shows the stream cannot be continued; it is delivered still
+    /// if it is the request's response.
+    Fail(ResumeStreamError<E>, Option<Box<Sse>>),
 }
 
 type Item<E> = Result<Sse, ResumeStreamError<E>>;
@@ -86,6 +88,8 @@ pub(super) struct Machine<C: Connector, P: RetryPolicy> {
     failures: usize,
     /// Consecutive failed resumes with the current cursor.
     failures_with_cursor: usize,
+    /// The server vouched for rmcp's counter rules (see [`IdRules`]).
+    vouched: bool,
 }
 
 /// Probes a frame for a JSON-RPC response without building the message.
@@ -137,6 +141,7 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
             },
             None => State::Backoff(Duration::ZERO),
         };
+        let vouched = config.id_rules == IdRules::Rmcp;
         Self {
             connector,
             scope,
@@ -147,7 +152,19 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
             server_retry: None,
             failures: 0,
             failures_with_cursor: 0,
+            vouched,
         }
+    }
+
+    /// An id as the rules allow it to be judged: as rmcp's counter once the
+    /// server vouched for that, else as an opaque token.
+    fn judge(&self, id: &str) -> Option<EventCursor> {
+        let parsed = EventCursor::parse(id).ok()?;
+        Some(if self.vouched {
+            parsed
+        } else {
+            parsed.into_opaque()
+        })
     }
 
     pub(super) async fn next(&mut self) -> Option<Item<C::Error>> {
@@ -181,7 +198,18 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
                         return Some(Ok(*sse));
                     }
                     Frame::Skip => {}
-                    Frame::Fail(error) => {
+                    // A response that has arrived is never thrown away: what
+                    // went missing before it were notifications, and the
+                    // caller gets its answer.
+                    Frame::Fail(error, Some(sse))
+                        if self.scope == StreamScope::Request && is_response(&sse) =>
+                    {
+                        tracing::warn!(%error, cursor = ?self.cursor, "delivering a response that arrived after a break in its stream");
+                        self.progress();
+                        self.drain();
+                        return Some(Ok(*sse));
+                    }
+                    Frame::Fail(error, _) => {
                         if let Some(end) = self.resume_failed(error) {
                             return Some(Err(end));
                         }
@@ -216,7 +244,7 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
             Ok(frames) => {
                 let verifier = cursor
                     .as_deref()
-                    .and_then(|c| EventCursor::parse(c).ok())
+                    .and_then(|c| self.judge(c))
                     .map(|c| ResumeVerifier::new(c, StatusCode::OK, self.config.unproven));
                 self.state = match verifier {
                     Some(verifier) => State::Verifying { frames, verifier },
@@ -287,7 +315,7 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
             match self.on_id(id) {
                 Ok(true) => {}
                 Ok(false) => return Frame::Skip,
-                Err(failure) => return Frame::Fail(failure),
+                Err(failure) => return Frame::Fail(failure, Some(Box::new(sse))),
             }
         }
         let is_message = matches!(sse.event.as_deref(), None | Some("") | Some("message"));
@@ -300,9 +328,6 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
     }
 
     fn on_notice(&mut self, data: &str) -> Frame<C::Error> {
-        let State::Verifying { verifier, .. } = &mut self.state else {
-            return Frame::Skip;
-        };
         let notice = match ReplayNotice::from_json(data) {
             Ok(notice) => notice,
             Err(error) => {
@@ -310,6 +335,16 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
                 return Frame::Skip;
             }
         };
+        let unproven = self.config.unproven;
+        let State::Verifying { verifier, .. } = &mut self.state else {
+            return Frame::Skip;
+        };
+        if !self.vouched {
+            // The notice comes first on a resume, before any event: judge
+            // the cursor by the rules the server has just vouched for.
+            self.vouched = true;
+            *verifier = ResumeVerifier::new(notice.cursor.clone(), StatusCode::OK, unproven);
+        }
         if let Some(floor) = notice.floor.clone() {
             verifier.declare_floor(floor);
         }
@@ -328,7 +363,9 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
                 self.report(gap);
                 Frame::Skip
             }
-            Verdict::ResumptionFailed(error) => Frame::Fail(ResumeStreamError::Resumption(error)),
+            Verdict::ResumptionFailed(error) => {
+                Frame::Fail(ResumeStreamError::Resumption(error), None)
+            }
             _ => Frame::Skip,
         }
     }
@@ -342,7 +379,7 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
 
     /// Checks an event id; `Ok(false)` drops the event as a duplicate.
     fn on_id(&mut self, id: &str) -> Result<bool, ResumeStreamError<C::Error>> {
-        let parsed = EventCursor::parse(id).ok();
+        let parsed = self.judge(id);
         match &mut self.state {
             State::Verifying { verifier, .. } => {
                 if verifier.on_event(parsed.as_ref()) == EventAction::SkipDuplicate {

@@ -343,7 +343,12 @@ async fn rejected_cursor_fails_the_request_at_once() {
 #[tokio::test(start_paused = true)]
 async fn gap_after_reconnect_fails_with_the_lost_range() {
     let (script, _) = Script::new(
-        vec![Answer::Frames(vec![progress("9/1", 9), response("10/1")])],
+        // The notice vouches for rmcp's counter rules.
+        vec![Answer::Frames(vec![
+            notice("3/1", None, true),
+            progress("9/1", 9),
+            response("10/1"),
+        ])],
         || Answer::Frames(vec![]),
     );
     let stream = resuming_sse_stream(
@@ -385,7 +390,7 @@ async fn mid_stream_jump_is_reported() {
         script,
         StreamScope::Request,
         fixed(None, 10),
-        ResumeConfig::default(),
+        ResumeConfig::default().with_id_rules(IdRules::Rmcp),
     );
     let (messages, error) = drain(stream).await;
     assert_eq!(messages.len(), 1);
@@ -396,6 +401,143 @@ async fn mid_stream_jump_is_reported() {
         ),
         "{error:?}"
     );
+}
+
+#[tokio::test(start_paused = true)]
+async fn session_wide_counter_ids_are_not_gaps_until_the_server_vouches() {
+    // A conforming server numbering events across the session: this stream
+    // sees 1, 3, 6. Nothing is missing, and the response must arrive.
+    let first = futures::stream::iter(vec![
+        Ok(priming("1", 1000)),
+        Ok(progress("3", 1)),
+        Ok(response("6")),
+    ])
+    .boxed();
+    let (script, log) = Script::new(vec![], || Answer::Frames(vec![]));
+    let stream = resuming_sse_stream(
+        Some(first),
+        None,
+        script,
+        StreamScope::Request,
+        fixed(None, 10),
+        ResumeConfig::default(),
+    );
+    let (messages, error) = drain(stream).await;
+    assert!(error.is_none(), "{error:?}");
+    assert_eq!(messages.len(), 2, "the progress and the response");
+    assert!(log.entries().is_empty(), "no reconnect");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_response_that_arrives_after_a_gap_is_delivered() {
+    let first = futures::stream::iter(vec![
+        Ok(priming("0/2", 1000)),
+        Ok(progress("1/2", 1)),
+        Ok(response("5/2")),
+    ])
+    .boxed();
+    let (script, log) = Script::new(vec![], || Answer::Frames(vec![]));
+    let stream = resuming_sse_stream(
+        Some(first),
+        None,
+        script,
+        StreamScope::Request,
+        fixed(None, 10),
+        ResumeConfig::default().with_id_rules(IdRules::Rmcp),
+    );
+    let (messages, error) = drain(stream).await;
+    assert!(error.is_none(), "{error:?}");
+    assert_eq!(messages.len(), 2, "the response is never thrown away");
+    assert!(log.entries().is_empty());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_rewind_is_reported_once_vouched_and_unproven_otherwise() {
+    // Vouched: a resume from 5/1 answered with 1/1 is a rewind, not
+    // duplicates to drop.
+    let (script, _) = Script::new(
+        vec![Answer::Frames(vec![
+            notice("5/1", Some("1/1"), true),
+            progress("1/1", 1),
+            response("2/1"),
+        ])],
+        || Answer::Frames(vec![]),
+    );
+    let stream = resuming_sse_stream(
+        None,
+        cut_after("5/1"),
+        script,
+        StreamScope::Request,
+        fixed(None, 10),
+        ResumeConfig::default(),
+    );
+    let (messages, error) = drain(stream).await;
+    assert!(messages.is_empty(), "{messages:?}");
+    assert!(
+        matches!(
+            error,
+            Some(ResumeStreamError::Resumption(
+                ResumptionError::Discontinuous { .. }
+            ))
+        ),
+        "{error:?}"
+    );
+
+    // Not vouched: the ids are opaque, so everything is delivered (the
+    // lenient policy marks the resume unproven), nothing dropped.
+    let (script, _) = Script::new(
+        vec![Answer::Frames(vec![progress("1", 1), response("2")])],
+        || Answer::Frames(vec![]),
+    );
+    let stream = resuming_sse_stream(
+        None,
+        cut_after("5"),
+        script,
+        StreamScope::Request,
+        fixed(None, 10),
+        ResumeConfig::default(),
+    );
+    let (messages, error) = drain(stream).await;
+    assert!(error.is_none(), "{error:?}");
+    assert_eq!(messages.len(), 2);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_standalone_rewind_is_a_reported_discontinuity() {
+    let first = futures::stream::iter(vec![Ok(list_changed("4")), Ok(list_changed("5"))]).boxed();
+    let (script, _) = Script::new(
+        vec![Answer::Frames(vec![
+            notice("5", Some("1"), true),
+            list_changed("2"),
+        ])],
+        || Answer::Stall(vec![]),
+    );
+    let (config, gaps) = recording(ResumeConfig::default().with_id_rules(IdRules::Rmcp));
+    let stream = resuming_sse_stream(
+        Some(first),
+        None,
+        script,
+        StreamScope::Standalone,
+        fixed(None, 10),
+        config,
+    );
+    let mut stream = std::pin::pin!(stream);
+    for _ in 0..2 {
+        assert!(matches!(stream.next().await, Some(Ok(_))));
+    }
+    // The first stream closes; the resume from 5 starts at 2.
+    let gap = tokio::time::timeout(Duration::from_secs(60), async {
+        loop {
+            if let Some(gap) = seen(&gaps).first().cloned() {
+                return gap;
+            }
+            // The stream stalls after the fresh start; the report came first.
+            let _ = tokio::time::timeout(Duration::from_secs(1), stream.next()).await;
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("no discontinuity reported"));
+    assert_eq!(gap.cursor.as_deref(), Some("5"));
 }
 
 #[tokio::test(start_paused = true)]

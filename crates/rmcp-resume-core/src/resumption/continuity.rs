@@ -12,8 +12,7 @@ use super::verdict::{
 pub enum Continuity {
     /// The successor of the previous id.
     Next,
-    /// The previous id again, or (rmcp ids) an earlier one: drop it, do not
-    /// deliver it twice.
+    /// The previous id again: drop it, do not deliver it twice.
     Duplicate,
     /// A new opaque id: nothing to check it against.
     Unchecked,
@@ -32,6 +31,16 @@ pub enum ContinuityError {
         got: EventCursor,
         /// The events skipped.
         lost: LostRange,
+    },
+    /// An earlier id than the last: the server restarted its numbering (a
+    /// per-connection counter, or a restart), so what follows is not a
+    /// continuation.
+    #[error("event {got} rewinds the stream after {after}")]
+    Rewind {
+        /// The last event delivered.
+        after: EventCursor,
+        /// The earlier event that arrived.
+        got: EventCursor,
     },
     /// The event belongs to another stream or id scheme.
     #[error("event {got} does not belong to the stream of {after}")]
@@ -69,6 +78,12 @@ impl ContinuityChecker {
             (EventCursor::Rmcp(prev), EventCursor::Rmcp(next)) => match step(*prev, *next) {
                 Step::Next => Continuity::Next,
                 Step::Repeat => Continuity::Duplicate,
+                Step::Rewind => {
+                    return Err(ContinuityError::Rewind {
+                        after: self.last.clone(),
+                        got: id.clone(),
+                    });
+                }
                 Step::Skip { lost, .. } => {
                     return Err(ContinuityError::Gap {
                         after: self.last.clone(),

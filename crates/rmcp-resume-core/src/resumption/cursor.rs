@@ -241,6 +241,15 @@ impl EventCursor {
         }
     }
 
+    /// The same id, judged as opaque: equal or not, nothing more. Ids only
+    /// look like rmcp's counters until the server vouches for them.
+    pub fn into_opaque(self) -> Self {
+        match self {
+            Self::Rmcp(id) => Self::Opaque(OpaqueEventId(id.to_string().into())),
+            opaque @ Self::Opaque(_) => opaque,
+        }
+    }
+
     /// The rmcp-style id, if this is one.
     pub fn as_rmcp(&self) -> Option<RmcpEventId> {
         match self {

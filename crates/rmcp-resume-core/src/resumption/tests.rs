@@ -525,7 +525,11 @@ fn checker_flags_duplicates_and_reports_jumps_with_the_missing_range() {
     let mut check = ContinuityChecker::new(c("3/1"));
     assert_eq!(check.observe(&c("4/1")), Ok(Continuity::Next));
     assert_eq!(check.observe(&c("4/1")), Ok(Continuity::Duplicate));
-    assert_eq!(check.observe(&c("2/1")), Ok(Continuity::Duplicate));
+    // Only an exact repeat is a duplicate; an earlier id is a rewind.
+    assert!(matches!(
+        check.observe(&c("2/1")),
+        Err(ContinuityError::Rewind { .. })
+    ));
     let err = check.observe(&c("9/1")).expect_err("jump accepted");
     assert_eq!(
         err.to_string(),
@@ -625,7 +629,7 @@ proptest! {
         prop_assert_eq!(id.to_string().parse::<RmcpEventId>(), Ok(id));
     }
 
-    /// Deltas of 0 or less are repeats, 1 is the successor, more is a gap.
+    /// A delta of 0 is a repeat, below 0 a rewind, 1 the successor, more a gap.
     #[test]
     fn checker_accepts_exactly_the_gap_free_sequences(
         start in 0u64..1_000,
@@ -650,8 +654,11 @@ proptest! {
             if index == high + 1 {
                 prop_assert_eq!(got, Ok(Continuity::Next));
                 high = index;
-            } else {
+            } else if index == high {
                 prop_assert_eq!(got, Ok(Continuity::Duplicate));
+            } else {
+                prop_assert!(matches!(got, Err(ContinuityError::Rewind { .. })), "{high} -> {index}: {got:?}");
+                return Ok(());
             }
         }
     }

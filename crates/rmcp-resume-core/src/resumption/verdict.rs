@@ -285,8 +285,10 @@ fn check_floor(cursor: &EventCursor, floor: Option<&EventCursor>) -> FloorCheck 
 pub(super) enum Step {
     /// The successor.
     Next,
-    /// The same id again, or an earlier one on the same stream.
+    /// The same id again.
     Repeat,
+    /// An earlier id on the same stream: the server rewound its numbering.
+    Rewind,
     /// A later id on the same stream, skipping `lost`.
     Skip {
         expected: RmcpEventId,
@@ -300,8 +302,11 @@ pub(super) fn step(prev: RmcpEventId, next: RmcpEventId) -> Step {
     if !prev.same_stream(next) {
         return Step::OtherStream;
     }
-    if next.index <= prev.index {
+    if next.index == prev.index {
         return Step::Repeat;
+    }
+    if next.index < prev.index {
+        return Step::Rewind;
     }
     match (prev.successor(), LostRange::between(prev, next.index)) {
         (Some(expected), Some(lost)) => Step::Skip { expected, lost },
@@ -390,7 +395,7 @@ pub fn decide(cursor: &EventCursor, outcome: &ReconnectOutcome, policy: Unproven
             }),
             // `first_event` excludes re-sent copies of the cursor, so an
             // earlier id here is the server rewinding, not a duplicate.
-            Step::Repeat | Step::OtherStream => fail(E::Discontinuous {
+            Step::Repeat | Step::Rewind | Step::OtherStream => fail(E::Discontinuous {
                 cursor: cursor_owned(),
                 got: first.clone(),
             }),
