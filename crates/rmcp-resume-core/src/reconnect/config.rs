@@ -71,6 +71,9 @@ pub struct ResumeConfig {
     pub on_discontinuity: Option<DiscontinuityObserver>,
     /// When ids are judged as rmcp's counters. Default: once vouched for.
     pub id_rules: IdRules,
+    /// How long a reconnect `GET` may take to answer before it counts as a
+    /// failed attempt. Default 30 s.
+    pub connect_timeout: Duration,
 }
 
 impl Default for ResumeConfig {
@@ -81,11 +84,23 @@ impl Default for ResumeConfig {
             idle_timeout: None,
             on_discontinuity: None,
             id_rules: IdRules::WhenVouched,
+            connect_timeout: Self::DEFAULT_CONNECT_TIMEOUT,
         }
     }
 }
 
 impl ResumeConfig {
+    /// Default [`connect_timeout`](Self::connect_timeout).
+    pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+
+    /// Sets [`connect_timeout`](Self::connect_timeout).
+    pub fn with_connect_timeout(self, connect_timeout: Duration) -> Self {
+        Self {
+            connect_timeout,
+            ..self
+        }
+    }
+
     /// Sets [`unproven`](Self::unproven).
     pub fn with_unproven(self, unproven: UnprovenPolicy) -> Self {
         Self { unproven, ..self }
@@ -132,6 +147,7 @@ impl fmt::Debug for ResumeConfig {
             .field("idle_timeout", &self.idle_timeout)
             .field("on_discontinuity", &self.on_discontinuity.is_some())
             .field("id_rules", &self.id_rules)
+            .field("connect_timeout", &self.connect_timeout)
             .finish()
     }
 }

@@ -46,6 +46,9 @@ pub enum Attempt<E: std::error::Error + 'static> {
     /// The `GET` failed.
     #[error(transparent)]
     Connect(E),
+    /// The `GET` did not answer in time.
+    #[error("the reconnect did not answer within {0:?}")]
+    ConnectTimeout(std::time::Duration),
     /// The open stream broke.
     #[error(transparent)]
     Transport(sse_stream::Error),

@@ -240,7 +240,13 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
             tokio::time::sleep(delay).await;
         }
         let cursor = self.cursor.clone();
-        let error = match self.connector.connect(cursor.as_deref()).await {
+        let limit = self.config.connect_timeout;
+        let connecting = self.connector.connect(cursor.as_deref());
+        let Ok(connected) = tokio::time::timeout(limit, connecting).await else {
+            tracing::debug!(?cursor, ?limit, "reconnect did not answer in time");
+            return self.attempt_failed(Attempt::ConnectTimeout(limit));
+        };
+        let error = match connected {
             Ok(frames) => {
                 let verifier = cursor
                     .as_deref()

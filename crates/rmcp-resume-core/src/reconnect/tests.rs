@@ -27,6 +27,8 @@ enum Answer {
     Status(u16),
     /// 200 with these frames, then the connection breaks.
     Break(Vec<Sse>),
+    /// The GET never answers.
+    Hang,
 }
 
 /// When each GET was made (since the script started) and with which cursor.
@@ -92,6 +94,7 @@ impl Connector for Script {
                     .chain(futures::stream::pending())
                     .boxed()),
                 Answer::Status(status) => Err(Status(status)),
+                Answer::Hang => std::future::pending().await,
                 Answer::Break(frames) => {
                     let reset = std::io::Error::from(std::io::ErrorKind::ConnectionReset);
                     let broken = sse_stream::Error::Body(Box::new(reset));
@@ -927,4 +930,33 @@ async fn a_message_without_an_id_is_not_progress() {
     );
     assert!(messages.len() <= 6, "{} deliveries", messages.len());
     assert!(log.entries().len() <= 6, "{} GETs", log.entries().len());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_reconnect_that_never_answers_times_out_and_counts() {
+    let (script, log) = Script::new(vec![], || Answer::Hang);
+    let config = ResumeConfig::default().with_connect_timeout(Duration::from_secs(5));
+    let stream = resuming_sse_stream(
+        None,
+        cut_after("3/1"),
+        script,
+        StreamScope::Request,
+        fixed(None, 10),
+        config,
+    );
+    let started = Instant::now();
+    let (_, error) = tokio::time::timeout(Duration::from_secs(600), drain(stream))
+        .await
+        .unwrap_or_else(|_| panic!("still waiting after 600 s"));
+    match error {
+        Some(ResumeStreamError::Exhausted {
+            attempts: 3, last, ..
+        }) => {
+            assert!(matches!(*last, Attempt::ConnectTimeout(_)), "{last:?}");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(log.entries().len(), 3);
+    // Three 5 s waits and the backoff between them: bounded, and known.
+    assert_eq!(started.elapsed(), Duration::from_millis(15_010));
 }
