@@ -74,6 +74,11 @@ pub struct ResumeConfig {
     /// How long a reconnect `GET` may take to answer before it counts as a
     /// failed attempt. Default 30 s.
     pub connect_timeout: Duration,
+    /// How long a resume may send nothing at all (no notice, no event)
+    /// before it is tried again, with the policy's backoff. rmcp-resume's
+    /// server always sends a notice first; some servers attach a resume that
+    /// comes too early to nothing. Default 10 s.
+    pub silent_resume_timeout: Duration,
 }
 
 impl Default for ResumeConfig {
@@ -85,6 +90,7 @@ impl Default for ResumeConfig {
             on_discontinuity: None,
             id_rules: IdRules::WhenVouched,
             connect_timeout: Self::DEFAULT_CONNECT_TIMEOUT,
+            silent_resume_timeout: Self::DEFAULT_SILENT_RESUME_TIMEOUT,
         }
     }
 }
@@ -92,6 +98,16 @@ impl Default for ResumeConfig {
 impl ResumeConfig {
     /// Default [`connect_timeout`](Self::connect_timeout).
     pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+    /// Default [`silent_resume_timeout`](Self::silent_resume_timeout).
+    pub const DEFAULT_SILENT_RESUME_TIMEOUT: Duration = Duration::from_secs(10);
+
+    /// Sets [`silent_resume_timeout`](Self::silent_resume_timeout).
+    pub fn with_silent_resume_timeout(self, silent_resume_timeout: Duration) -> Self {
+        Self {
+            silent_resume_timeout,
+            ..self
+        }
+    }
 
     /// Sets [`connect_timeout`](Self::connect_timeout).
     pub fn with_connect_timeout(self, connect_timeout: Duration) -> Self {
@@ -148,6 +164,7 @@ impl fmt::Debug for ResumeConfig {
             .field("on_discontinuity", &self.on_discontinuity.is_some())
             .field("id_rules", &self.id_rules)
             .field("connect_timeout", &self.connect_timeout)
+            .field("silent_resume_timeout", &self.silent_resume_timeout)
             .finish()
     }
 }

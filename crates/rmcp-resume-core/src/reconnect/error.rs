@@ -46,6 +46,9 @@ pub enum Attempt<E: std::error::Error + 'static> {
     /// The `GET` failed.
     #[error(transparent)]
     Connect(E),
+    /// A resume sent nothing at all for this long.
+    #[error("the resume sent nothing for {0:?}")]
+    Silent(std::time::Duration),
     /// The `GET` did not answer in time.
     #[error("the reconnect did not answer within {0:?}")]
     ConnectTimeout(std::time::Duration),

@@ -39,6 +39,8 @@ enum State {
     Verifying {
         frames: SseFrames,
         verifier: ResumeVerifier,
+        /// Any frame has arrived (a notice, an event, a priming frame).
+        heard: bool,
     },
     /// Connected and proven (or fresh): each id is checked against the last.
     Following {
@@ -170,6 +172,16 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
     pub(super) async fn next(&mut self) -> Option<Item<C::Error>> {
         loop {
             let idle = self.config.idle_timeout;
+            // A resume that stays silent may be a server that attached it to
+            // nothing (a shadow, or a stream still owned by the cut
+            // connection); it is retried after a while, not waited on forever.
+            let silence = self.config.silent_resume_timeout;
+            let silent = matches!(self.state, State::Verifying { heard: false, .. });
+            let wait = match (idle, silent) {
+                (Some(idle), true) => Some(idle.min(silence)),
+                (None, true) => Some(silence),
+                (idle, false) => idle,
+            };
             let read = match &mut self.state {
                 State::Done => return None,
                 State::Backoff(delay) => {
@@ -181,8 +193,11 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
                 }
                 State::Verifying { frames, .. }
                 | State::Following { frames, .. }
-                | State::Draining { frames, .. } => read(frames, idle).await,
+                | State::Draining { frames, .. } => read(frames, wait).await,
             };
+            if let (State::Verifying { heard, .. }, Read::Frame(_)) = (&mut self.state, &read) {
+                *heard = true;
+            }
             if matches!(self.state, State::Draining { .. }) && !matches!(read, Read::Frame(_)) {
                 // Answered: its end is the end, however it comes.
                 self.state = State::Done;
@@ -215,6 +230,12 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
                         }
                     }
                 },
+                Read::Idle if silent => {
+                    tracing::debug!(cursor = ?self.cursor, ?silence, "resume stayed silent; trying again");
+                    if let Some(end) = self.schedule(Attempt::Silent(silence)) {
+                        return Some(Err(end));
+                    }
+                }
                 Read::Idle => {
                     tracing::debug!(cursor = ?self.cursor, ?idle, "SSE stream idle; resuming it");
                     self.state = State::Backoff(Duration::ZERO);
@@ -253,7 +274,11 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
                     .and_then(|c| self.judge(c))
                     .map(|c| ResumeVerifier::new(c, StatusCode::OK, self.config.unproven));
                 self.state = match verifier {
-                    Some(verifier) => State::Verifying { frames, verifier },
+                    Some(verifier) => State::Verifying {
+                        frames,
+                        verifier,
+                        heard: false,
+                    },
                     None => State::Following {
                         frames,
                         checker: None,
@@ -288,7 +313,9 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
     /// The open stream carried the request's response.
     fn drain(&mut self) {
         self.state = match mem::replace(&mut self.state, State::Done) {
-            State::Verifying { frames, verifier } => State::Draining {
+            State::Verifying {
+                frames, verifier, ..
+            } => State::Draining {
                 frames,
                 checker: Some(verifier.into_checker()),
             },

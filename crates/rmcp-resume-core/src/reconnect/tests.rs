@@ -960,3 +960,51 @@ async fn a_reconnect_that_never_answers_times_out_and_counts() {
     // Three 5 s waits and the backoff between them: bounded, and known.
     assert_eq!(started.elapsed(), Duration::from_millis(15_010));
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_silent_resume_is_tried_again_and_then_answers() {
+    // The first resume is attached to nothing and never sends a byte; the
+    // second finds the response.
+    let (script, log) = Script::new(
+        vec![Answer::Stall(vec![]), Answer::Frames(vec![response("4/1")])],
+        || Answer::Frames(vec![]),
+    );
+    let config = ResumeConfig::default().with_silent_resume_timeout(Duration::from_secs(2));
+    let stream = resuming_sse_stream(
+        None,
+        cut_after("3/1"),
+        script,
+        StreamScope::Request,
+        fixed(None, 10),
+        config,
+    );
+    let (messages, error) = tokio::time::timeout(Duration::from_secs(600), drain(stream))
+        .await
+        .unwrap_or_else(|_| panic!("still waiting on a silent resume"));
+    assert!(error.is_none(), "{error:?}");
+    assert_eq!(messages.len(), 1);
+    assert_eq!(log.cursors(), vec![cut_after("3/1"); 2]);
+    assert_eq!(log.gaps(), [Duration::from_millis(2_010)]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_acknowledged_resume_may_stay_quiet() {
+    // A notice is something: an acknowledged resume with nothing new yet is
+    // a delay, however long, not a silent one.
+    let (script, log) = Script::new(
+        vec![Answer::Stall(vec![notice("3/1", Some("0/1"), true)])],
+        || Answer::Frames(vec![]),
+    );
+    let config = ResumeConfig::default().with_silent_resume_timeout(Duration::from_secs(2));
+    let stream = resuming_sse_stream(
+        None,
+        cut_after("3/1"),
+        script,
+        StreamScope::Request,
+        fixed(None, 10),
+        config,
+    );
+    let waited = tokio::time::timeout(Duration::from_secs(600), drain(stream)).await;
+    assert!(waited.is_err(), "still waiting, as it should: {waited:?}");
+    assert_eq!(log.entries().len(), 1, "no reconnect");
+}
