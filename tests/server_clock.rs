@@ -208,3 +208,39 @@ async fn a_stalled_reader_holds_back_only_its_stream_and_only_until_the_stall_ti
     let notice = ReplayNotice::from_json(data).unwrap_or_else(|e| panic!("{e}"));
     assert!(!notice.complete, "{notice:?}");
 }
+
+/// A session whose worker stopped (here: idle past its keep-alive) is gone,
+/// whatever asks: `404` everywhere, never `400` or `500`.
+#[tokio::test(start_paused = true)]
+async fn a_session_whose_worker_stopped_is_404_everywhere() {
+    let service = TestServer::new(Side::Fork)
+        .idle_session(Duration::from_secs(60))
+        .keep_alive(None)
+        .demo_service()
+        .0;
+    let session = open(&service).await;
+    tokio::time::sleep(Duration::from_secs(61)).await;
+    // Let the worker notice its idle timeout and stop.
+    for _ in 0..10 {
+        tokio::task::yield_now().await;
+    }
+
+    let plain = service
+        .handle(request(http::Method::GET, Some(&session), None))
+        .await;
+    assert_eq!(plain.status(), 404);
+    let mut resume = request(http::Method::GET, Some(&session), None);
+    resume
+        .headers_mut()
+        .insert("last-event-id", http::HeaderValue::from_static("0"));
+    assert_eq!(service.handle(resume).await.status(), 404);
+    let ping = json!({ "jsonrpc": "2.0", "id": 9, "method": "ping" });
+    let post = service
+        .handle(request(http::Method::POST, Some(&session), Some(ping)))
+        .await;
+    assert_eq!(post.status(), 404);
+    let delete = service
+        .handle(request(http::Method::DELETE, Some(&session), None))
+        .await;
+    assert_eq!(delete.status(), 404);
+}

@@ -538,3 +538,54 @@ async fn handler_side_close_by_request_id_keeps_the_stream_resumable() -> anyhow
     assert_eq!(text, ["finished 1 steps"], "{frames:?}");
     Ok(())
 }
+
+#[tokio::test]
+async fn delete_of_an_unknown_or_deleted_session_is_404() -> anyhow::Result<()> {
+    let h = harness(16).await?;
+    let session = RawSession::open(&h.url).await?;
+    assert_eq!(session.delete().await?.status(), 200);
+    assert_eq!(session.delete().await?.status(), 404, "already deleted");
+    let stranger = reqwest::Client::new()
+        .delete(&h.url)
+        .header("mcp-session-id", "no-such-session")
+        .header("mcp-protocol-version", rmcp_resume_testkit::raw::PROTOCOL)
+        .send()
+        .await?;
+    assert_eq!(stranger.status(), 404);
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_resume_without_sessions_is_refused_not_an_empty_200() -> anyhow::Result<()> {
+    // A stateless server keeps no streams.
+    let stateless = TestServer::new(Side::Fork).stateless().serve().await?;
+    let response = reqwest::Client::new()
+        .get(&stateless.url)
+        .header("accept", "text/event-stream")
+        .header("mcp-protocol-version", rmcp_resume_testkit::raw::PROTOCOL)
+        .header("last-event-id", "3")
+        .send()
+        .await?;
+    assert_eq!(response.status(), 400);
+    let body = error_body(response).await?;
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("no sessions")),
+        "{body}"
+    );
+
+    // Neither does a stateful server under a revision without sessions.
+    let h = harness(16).await?;
+    let session = RawSession::open(&h.url).await?;
+    let response = reqwest::Client::new()
+        .get(&h.url)
+        .header("accept", "text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-session-id", session.session.as_str())
+        .header("last-event-id", "3")
+        .send()
+        .await?;
+    assert_eq!(response.status(), 400);
+    Ok(())
+}

@@ -339,9 +339,18 @@ impl<E: Clone> StreamLog<E> {
     /// request stream (a request has one consumer; the newest resume wins).
     pub fn attach_primary(&self, id: ReaderId, position: u64) {
         let mut state = self.lock();
-        match self.stream {
+        Self::push_primary(&mut state, self.stream, id, position);
+    }
+
+    fn push_primary(state: &mut LogState<E>, stream: StreamId, id: ReaderId, position: u64) {
+        match stream {
             StreamId::Request(_) => state.readers.clear(),
             StreamId::Standalone => {
+                // A primary the server was already closing (SEP-1699) ends
+                // now; a live one stays open as a shadow (no leapfrog, #659).
+                state
+                    .readers
+                    .retain(|r| r.role != Role::Primary || r.end_at.is_none());
                 if let Some(old) = state.primary() {
                     old.role = Role::Shadow;
                 }
@@ -357,9 +366,28 @@ impl<E: Clone> StreamLog<E> {
         state.enforce_shadow_limit();
     }
 
+    /// Attaches a fresh connection to the standalone stream in one step: the
+    /// primary, from where the last one stopped, if none is attached, else a
+    /// keep-alive-only shadow. Returns the primary's first index, or `None`
+    /// for a shadow.
+    pub fn attach(&self, id: ReaderId) -> Option<u64> {
+        let mut state = self.lock();
+        if state.readers.iter().any(|r| r.role == Role::Primary) {
+            Self::push_shadow(&mut state, id);
+            return None;
+        }
+        let position = state.resume_position.max(state.floor());
+        Self::push_primary(&mut state, self.stream, id, position);
+        Some(position)
+    }
+
     /// Attaches a keep-alive-only reader.
     pub fn attach_shadow(&self, id: ReaderId) {
         let mut state = self.lock();
+        Self::push_shadow(&mut state, id);
+    }
+
+    fn push_shadow(state: &mut LogState<E>, id: ReaderId) {
         state.readers.push(Reader {
             id,
             role: Role::Shadow,

@@ -69,6 +69,8 @@ pub struct TestServer {
     completed_ttl: Option<Duration>,
     max_completed_streams: Option<usize>,
     stall_timeout: Option<Duration>,
+    idle_session: Option<Duration>,
+    stateless: bool,
     nodelay: bool,
     addr: SocketAddr,
     ct: CancellationToken,
@@ -89,6 +91,8 @@ impl TestServer {
             completed_ttl: None,
             max_completed_streams: None,
             stall_timeout: None,
+            idle_session: None,
+            stateless: false,
             nodelay: false,
             addr: SocketAddr::from(([127, 0, 0, 1], 0)),
             ct: CancellationToken::new(),
@@ -162,6 +166,23 @@ impl TestServer {
         }
     }
 
+    /// Ends a session after this long without activity (its worker stops).
+    pub fn idle_session(self, after: Duration) -> Self {
+        Self {
+            idle_session: Some(after),
+            ..self
+        }
+    }
+
+    /// No sessions at all (`legacy_session_mode` off): every request stands
+    /// alone, and there are no streams to resume.
+    pub fn stateless(self) -> Self {
+        Self {
+            stateless: true,
+            ..self
+        }
+    }
+
     /// Sets `TCP_NODELAY` on accepted connections, as a latency-minded
     /// deployment would (`axum::serve` leaves it off).
     pub fn nodelay(self) -> Self {
@@ -209,6 +230,9 @@ impl TestServer {
         if let Some(stall) = self.stall_timeout {
             session.reader_stall_timeout = stall;
         }
+        if let Some(after) = self.idle_session {
+            session.keep_alive = Some(after);
+        }
         if !self.session_timers {
             session.keep_alive = None;
             session.init_timeout = None;
@@ -233,6 +257,9 @@ impl TestServer {
         }
         if let Some(keep_alive) = self.keep_alive {
             config = config.with_sse_keep_alive(keep_alive);
+        }
+        if self.stateless {
+            config = config.with_legacy_session_mode(false);
         }
         config
     }

@@ -243,3 +243,43 @@ async fn a_reader_streams_what_is_appended_and_ends_when_finished() {
     drop(reader);
     assert!(!log.has_primary(), "dropping the reader detaches it");
 }
+
+#[test]
+fn attach_decides_primary_or_shadow_in_one_step() {
+    let log = filled(8, 3);
+    assert_eq!(
+        log.attach(1),
+        Some(1),
+        "no primary yet: from the first event"
+    );
+    assert_eq!(log.attach(2), None, "a second GET is a shadow");
+    assert!(matches!(log.step(1), Step::Send(1, _)));
+    log.delivered(1, 1);
+    assert!(log.detach(1));
+    // The shadow took over from where the primary stopped.
+    assert!(matches!(log.step(2), Step::Send(2, _)));
+    assert_eq!(log.attach(3), None);
+}
+
+#[test]
+fn a_primary_being_closed_ends_when_a_resume_replaces_it() {
+    let log = filled(8, 3);
+    log.attach_primary(1, 1);
+    // The server closes the connection (SEP-1699): it drains, then ends.
+    log.end_readers();
+    // The client has already resumed on a new connection.
+    log.attach_primary(2, 2);
+    assert!(
+        matches!(log.step(1), Step::Done),
+        "the closing one ends now"
+    );
+    // Had it been kept as a shadow, its stale end would end it the moment
+    // it was promoted; instead the live primary simply carries on.
+    assert!(log.detach(2));
+    assert!(!log.has_primary(), "nothing stale is promoted");
+    assert_eq!(
+        log.attach(4),
+        Some(2),
+        "a new primary starts where 2 stopped"
+    );
+}

@@ -40,6 +40,7 @@ use http_body_util::combinators::BoxBody;
 
 use super::session::SessionManager;
 use super::session::local::LocalSessionManager;
+use crate::transport::common::http_header::HEADER_LAST_EVENT_ID;
 
 use upstream::transport::streamable_http_server::tower as up;
 
@@ -92,6 +93,12 @@ where
     type Future = BoxFuture<'static, Result<Self::Response, Self::Error>>;
 
     fn call(&mut self, req: Request<B>) -> Self::Future {
+        if !self.config.legacy_session_mode
+            && req.method() == Method::GET
+            && req.headers().contains_key(HEADER_LAST_EVENT_ID)
+        {
+            return Box::pin(async { Ok(responses::stateless_resume()) });
+        }
         if self.owns(req.method()) {
             let service = self.clone();
             Box::pin(async move { Ok(service.handle(req).await) })
@@ -146,16 +153,46 @@ impl<S: crate::ServerHandler + Send + 'static, M: SessionManager> StreamableHttp
         B::Error: Display,
     {
         if !self.owns(request.method()) {
+            if request.method() == Method::GET
+                && request.headers().contains_key(HEADER_LAST_EVENT_ID)
+            {
+                return responses::stateless_resume();
+            }
             return self.inner.handle(request).await;
         }
         if request.method() == Method::GET {
             return self.handle_get(request).await;
         }
+        self.handle_delete(request).await
+    }
+
+    /// `DELETE`: upstream's, except that an unknown (or already deleted)
+    /// session is `404`, as the spec says, and success is `200`.
+    async fn handle_delete<B>(&self, request: Request<B>) -> BoxResponse
+    where
+        B: Body + Send + 'static,
+        B::Error: Display,
+    {
+        let session = request::session_id(request.headers());
+        let legacy = request::protocol_version(request.headers())
+            .is_ok_and(|version| version.has_initialize());
+        if let (Some(session), true, None) = (&session, legacy, &self.config.session_store) {
+            match self.session_manager.has_session(session).await {
+                Ok(true) => {}
+                Ok(false) => return responses::not_found(),
+                Err(error) => return responses::internal_error("check session", &error),
+            }
+        }
         let mut response = self.inner.handle(request).await;
-        // DELETE: every peer SDK reads 200 as a successful termination; some
-        // log upstream's 202 as a failure.
+        // Every peer SDK reads 200 as a successful termination; some log
+        // upstream's 202 as a failure.
         if response.status() == StatusCode::ACCEPTED {
             *response.status_mut() = StatusCode::OK;
+        }
+        if response.status() == StatusCode::OK
+            && let Some(session) = &session
+        {
+            self.telemetry.forget(session);
         }
         response
     }

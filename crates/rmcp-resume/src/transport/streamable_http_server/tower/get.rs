@@ -11,12 +11,13 @@ use http_body_util::Full;
 use rmcp_resume_core::wire::notice_frame;
 
 use super::StreamableHttpService;
-use super::request::{accepts_event_stream, protocol_version};
+use super::request::{accepts_event_stream, protocol_version, session_id};
 use super::responses::{
     BoxResponse, cursor_error, frame, internal_error, malformed_cursor, not_found, plain, sse,
+    stateless_resume,
 };
 use super::stats::Counter;
-use crate::transport::common::http_header::{HEADER_LAST_EVENT_ID, HEADER_SESSION_ID};
+use crate::transport::common::http_header::HEADER_LAST_EVENT_ID;
 use crate::transport::resumption::plan::FALLBACK_REASON;
 use crate::transport::resumption::{EventCursor, ReplayNotice, ResumeAnswer};
 use crate::transport::streamable_http_server::session::local::{
@@ -68,12 +69,11 @@ impl<S: crate::ServerHandler + Send + 'static, M: SessionManager> StreamableHttp
             Ok(version) => version,
             Err(message) => return plain(StatusCode::BAD_REQUEST, &message),
         };
-        let session = parts
-            .headers
-            .get(HEADER_SESSION_ID)
-            .and_then(|v| v.to_str().ok())
-            .map(SessionId::from);
+        let session = session_id(&parts.headers);
         let (Some(session), true) = (session, version.has_initialize()) else {
+            if !version.has_initialize() && parts.headers.contains_key(HEADER_LAST_EVENT_ID) {
+                return stateless_resume();
+            }
             // Stateless revisions, and the missing-session answer, are upstream's.
             return self.inner.handle(Request::from_parts(parts, body)).await;
         };

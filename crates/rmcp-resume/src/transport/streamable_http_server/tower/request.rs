@@ -1,7 +1,18 @@
 //! What the fork reads from a `GET`'s headers.
 
 use crate::model::ProtocolVersion;
-use crate::transport::common::http_header::{EVENT_STREAM_MIME_TYPE, HEADER_MCP_PROTOCOL_VERSION};
+use crate::transport::common::http_header::{
+    EVENT_STREAM_MIME_TYPE, HEADER_MCP_PROTOCOL_VERSION, HEADER_SESSION_ID,
+};
+use crate::transport::common::server_side_http::SessionId;
+
+/// The `Mcp-Session-Id` a request names, if it is text.
+pub(super) fn session_id(headers: &http::HeaderMap) -> Option<SessionId> {
+    headers
+        .get(HEADER_SESSION_ID)
+        .and_then(|v| v.to_str().ok())
+        .map(SessionId::from)
+}
 
 /// Whether `Accept` admits `text/event-stream` (a `q=0` entry excludes it).
 pub(super) fn accepts_event_stream(headers: &http::HeaderMap) -> bool {

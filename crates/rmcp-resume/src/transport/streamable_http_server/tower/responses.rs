@@ -93,6 +93,17 @@ pub(super) fn malformed_cursor(error: &CursorParseError) -> BoxResponse {
     cursor_error(&format!("malformed Last-Event-ID: {error}"), "", None)
 }
 
+/// `400` for a `Last-Event-ID` where there are no streams to resume: a
+/// stateless server, or a revision without sessions (2026-07-28). Upstream
+/// answered such a `GET` with an empty `200`, which clients resume forever.
+pub(super) fn stateless_resume() -> BoxResponse {
+    cursor_error(
+        "cannot resume: this server keeps no streams for this protocol revision (no sessions)",
+        "",
+        None,
+    )
+}
+
 /// `400` with a JSON-RPC error body naming the cursor and the floor.
 pub(super) fn cursor_error(message: &str, cursor: &str, floor: Option<&str>) -> BoxResponse {
     let body = cursor_error_body(message, cursor, floor);

@@ -46,7 +46,16 @@ pub(super) struct Telemetry {
     fallback: AtomicU64,
     rejected: AtomicU64,
     session_lost: AtomicU64,
-    last_warning: Mutex<HashMap<SessionId, Instant>>,
+    last_warning: Mutex<Throttle>,
+}
+
+/// When each session last warned, swept of stale entries at most once per
+/// interval, so a service with many failing sessions does not scan the map
+/// on every resume.
+#[derive(Debug, Default)]
+struct Throttle {
+    last: HashMap<SessionId, Instant>,
+    swept: Option<Instant>,
 }
 
 impl Telemetry {
@@ -73,17 +82,36 @@ impl Telemetry {
     /// retrying in a loop cannot flood the log.
     fn may_warn(&self, session: &SessionId) -> bool {
         let now = Instant::now();
-        let mut last = self.last_warning.lock().unwrap_or_else(|p| p.into_inner());
-        if last.len() > THROTTLE_SWEEP_AT {
-            last.retain(|_, at| now.duration_since(*at) < RESUME_WARN_INTERVAL);
+        let mut throttle = self.last_warning.lock().unwrap_or_else(|p| p.into_inner());
+        let due = throttle
+            .swept
+            .is_none_or(|at| now.duration_since(at) >= RESUME_WARN_INTERVAL);
+        if throttle.last.len() > THROTTLE_SWEEP_AT && due {
+            throttle
+                .last
+                .retain(|_, at| now.duration_since(*at) < RESUME_WARN_INTERVAL);
+            throttle.swept = Some(now);
         }
-        match last.get(session) {
+        match throttle.last.get(session) {
             Some(at) if now.duration_since(*at) < RESUME_WARN_INTERVAL => false,
             _ => {
-                last.insert(session.clone(), now);
+                throttle.last.insert(session.clone(), now);
                 true
             }
         }
+    }
+
+    /// Forgets a session that ended.
+    pub(super) fn forget(&self, session: &SessionId) {
+        let mut throttle = self.last_warning.lock().unwrap_or_else(|p| p.into_inner());
+        throttle.last.remove(session);
+    }
+
+    /// Sessions remembered by the warning throttle.
+    #[cfg(test)]
+    pub(super) fn remembered(&self) -> usize {
+        let throttle = self.last_warning.lock().unwrap_or_else(|p| p.into_inner());
+        throttle.last.len()
     }
 
     /// Logs a resume that could not honour its cursor: WARN at most once per

@@ -91,3 +91,26 @@ fn config_round_trips_into_upstream() {
     assert!(defaults.legacy_session_mode);
     assert_eq!(defaults.sse_retry, Some(Duration::from_secs(3)));
 }
+
+#[tokio::test(start_paused = true)]
+async fn the_warning_throttle_forgets_ended_sessions_and_sweeps_at_most_once_a_minute() {
+    let telemetry = Telemetry::default();
+    let a: SessionId = "a".into();
+    telemetry.resume_failed(&a, "5", "evicted", None);
+    assert_eq!(telemetry.remembered(), 1);
+    telemetry.forget(&a);
+    assert_eq!(telemetry.remembered(), 0, "a DELETE forgets the session");
+
+    // Past 4,096 sessions the stale ones are swept, once per interval.
+    for i in 0..5_000 {
+        telemetry.resume_failed(&format!("s{i}").into(), "5", "evicted", None);
+    }
+    assert_eq!(telemetry.remembered(), 5_000, "none is stale yet");
+    tokio::time::advance(Duration::from_secs(61)).await;
+    telemetry.resume_failed(&"late".into(), "5", "evicted", None);
+    assert_eq!(
+        telemetry.remembered(),
+        1,
+        "the stale ones went in one sweep"
+    );
+}

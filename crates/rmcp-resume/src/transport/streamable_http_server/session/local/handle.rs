@@ -24,6 +24,11 @@ impl LocalSessionHandle {
         &self.id
     }
 
+    /// Whether the session's worker is still running.
+    pub fn is_live(&self) -> bool {
+        !self.event_tx.is_closed()
+    }
+
     async fn send(&self, event: SessionEvent) -> Result<(), SessionError> {
         self.event_tx
             .send(event)

@@ -54,9 +54,20 @@ impl LocalSessionManager {
         }
     }
 
-    /// The session's handle, if the session is live.
+    /// The session's handle, if the session is live. A session whose worker
+    /// has stopped (an idle or initialize timeout, a crash) is forgotten
+    /// here, so that every path answers it as unknown (`404`).
     pub async fn handle(&self, id: &SessionId) -> Option<LocalSessionHandle> {
-        self.sessions.read().await.get(id).cloned()
+        let handle = self.sessions.read().await.get(id).cloned()?;
+        if handle.is_live() {
+            return Some(handle);
+        }
+        let mut sessions = self.sessions.write().await;
+        if sessions.get(id).is_some_and(|h| !h.is_live()) {
+            sessions.remove(id);
+            tracing::debug!(session_id = %id, "forgot a session whose worker stopped");
+        }
+        None
     }
 
     async fn live(&self, id: &SessionId) -> Result<LocalSessionHandle, LocalSessionManagerError> {
@@ -138,7 +149,7 @@ impl SessionManager for LocalSessionManager {
     }
 
     async fn has_session(&self, id: &SessionId) -> Result<bool, Self::Error> {
-        Ok(self.sessions.read().await.contains_key(id))
+        Ok(self.handle(id).await.is_some())
     }
 
     async fn close_session(&self, id: &SessionId) -> Result<(), Self::Error> {

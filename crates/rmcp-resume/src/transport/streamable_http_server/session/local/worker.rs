@@ -162,18 +162,6 @@ impl LocalSessionWorker {
         events(LogReader::new(log.clone(), id, self.bell.clone()))
     }
 
-    fn connect_shadow(&mut self) -> EventStream {
-        let id = self.reader();
-        self.standalone.attach_shadow(id);
-        self.bell.ring();
-        tracing::debug!(session_id = %self.id, "standalone stream already live; opening a shadow");
-        events(LogReader::new(
-            self.standalone.clone(),
-            id,
-            self.bell.clone(),
-        ))
-    }
-
     /// Appends one of the server's own control frames (a priming `retry`),
     /// which never waits for room.
     async fn append(&mut self, log: &Log, event: ServerSseMessage) -> Result<(), SessionError> {
@@ -216,14 +204,21 @@ impl LocalSessionWorker {
         })
     }
 
+    /// A fresh standalone connection: the primary if none is live, else a
+    /// shadow, decided in one step with the log's lock held, so a primary
+    /// that leaves meanwhile cannot leave a shadow alone.
     fn open_standalone(&mut self) -> OpenedStream {
-        let (stream, start) = if self.standalone.has_primary() {
-            (self.connect_shadow(), None)
-        } else {
-            let log = self.standalone.clone();
-            let position = log.resume_position();
-            (self.connect_primary(&log, position), Some(position))
-        };
+        let id = self.reader();
+        let start = self.standalone.attach(id);
+        if start.is_none() {
+            tracing::debug!(session_id = %self.id, "standalone stream already live; opening a shadow");
+        }
+        self.bell.ring();
+        let stream = events(LogReader::new(
+            self.standalone.clone(),
+            id,
+            self.bell.clone(),
+        ));
         OpenedStream {
             http_request_id: None,
             stream,
