@@ -589,3 +589,55 @@ async fn a_resume_without_sessions_is_refused_not_an_empty_200() -> anyhow::Resu
     assert_eq!(response.status(), 400);
     Ok(())
 }
+
+#[tokio::test]
+async fn a_restored_session_never_reuses_an_id_of_its_earlier_life() -> anyhow::Result<()> {
+    use std::sync::Arc;
+
+    use rmcp_resume_testkit::store::MemoryStore;
+
+    let store = Arc::new(MemoryStore::default());
+    let first = server(16).session_store(store.clone()).serve().await?;
+    let mut before = RawSession::open(&first.url).await?;
+    // The first life's standalone stream: three notifications, cursor 3.
+    let mut reader = SseReader::new(before.get(None).await?);
+    let (_, response) = before
+        .call("announce", json!({ "count": 3 }), false)
+        .await?;
+    SseReader::new(response).collect().await?;
+    let mut cursor = None;
+    while cursor.as_deref() != Some("3") {
+        let frame = reader
+            .next()
+            .await?
+            .ok_or_else(|| anyhow::anyhow!("ended"))?;
+        cursor = frame.id.or(cursor);
+    }
+    drop(reader);
+    drop(first);
+
+    // Another instance (or this one restarted) restores the session from the
+    // store, and its new life sends five notifications.
+    let second = server(16).session_store(store).serve().await?;
+    let mut after = before.at(&second.url);
+    let (_, response) = after.call("announce", json!({ "count": 5 }), false).await?;
+    SseReader::new(response).collect().await?;
+
+    // The old cursor must not pass for one of the new life's events.
+    let response = after.resume("3").await?;
+    assert_eq!(response.status(), 200);
+    let mut frames = SseReader::new(response);
+    let first_frame = frames
+        .next()
+        .await?
+        .ok_or_else(|| anyhow::anyhow!("no notice"))?;
+    let notice = notice(&first_frame);
+    assert!(
+        !notice.complete,
+        "a cursor of another life is not honoured: {notice:?}"
+    );
+    // And a request stream's cursor of the old life names no stream now.
+    let response = after.resume("1/0").await?;
+    assert_eq!(response.status(), 400);
+    Ok(())
+}

@@ -8,6 +8,7 @@
 //! | [`proxy`] | a TCP proxy that cuts every connection on demand |
 //! | [`raw`] | a raw MCP session over HTTP, reading SSE frame by frame |
 //! | [`scenario`] | the cut-call scenario, run the same way on both sides |
+//! | [`store`] | a session store in memory, for restores |
 
 pub mod demo;
 pub mod everything;
@@ -15,6 +16,7 @@ pub mod proxy;
 pub mod raw;
 pub mod scenario;
 pub mod server;
+pub mod store;
 
 pub use demo::DemoServer;
 pub use server::{Served, Side, TestServer};

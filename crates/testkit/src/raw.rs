@@ -129,6 +129,16 @@ pub struct RawSession {
 }
 
 impl RawSession {
+    /// The same session, spoken to at another `url` (another instance).
+    pub fn at(&self, url: &str) -> Self {
+        Self {
+            http: self.http.clone(),
+            url: url.to_owned(),
+            session: self.session.clone(),
+            next_id: self.next_id + 1_000,
+        }
+    }
+
     /// Initializes a session at `url`.
     pub async fn open(url: &str) -> anyhow::Result<Self> {
         Self::open_with(reqwest::Client::new(), url).await

@@ -17,6 +17,7 @@ use std::time::Duration;
 
 use rmcp::transport::StreamableHttpService;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::session::store::SessionStore;
 use rmcp::transport::streamable_http_server::tower::ResumeStats;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
@@ -57,7 +58,6 @@ enum Tools {
 
 /// A test server, configured by its builder methods; every knob left alone
 /// keeps the side's own default.
-#[derive(Debug)]
 #[must_use]
 pub struct TestServer {
     side: Side,
@@ -71,11 +71,22 @@ pub struct TestServer {
     stall_timeout: Option<Duration>,
     idle_session: Option<Duration>,
     stateless: bool,
+    session_store: Option<Arc<dyn SessionStore>>,
     nodelay: bool,
     addr: SocketAddr,
     ct: CancellationToken,
     gate: Arc<Notify>,
     finished: Arc<Notify>,
+}
+
+impl std::fmt::Debug for TestServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TestServer")
+            .field("side", &self.side)
+            .field("window", &self.window)
+            .field("session_store", &self.session_store.is_some())
+            .finish_non_exhaustive()
+    }
 }
 
 impl TestServer {
@@ -93,6 +104,7 @@ impl TestServer {
             stall_timeout: None,
             idle_session: None,
             stateless: false,
+            session_store: None,
             nodelay: false,
             addr: SocketAddr::from(([127, 0, 0, 1], 0)),
             ct: CancellationToken::new(),
@@ -183,6 +195,15 @@ impl TestServer {
         }
     }
 
+    /// Keeps session state in `store`, so another server sharing it (another
+    /// instance, or this one after a restart) restores the session (fork only).
+    pub fn session_store(self, store: Arc<dyn SessionStore>) -> Self {
+        Self {
+            session_store: Some(store),
+            ..self
+        }
+    }
+
     /// Sets `TCP_NODELAY` on accepted connections, as a latency-minded
     /// deployment would (`axum::serve` leaves it off).
     pub fn nodelay(self) -> Self {
@@ -261,6 +282,7 @@ impl TestServer {
         if self.stateless {
             config = config.with_legacy_session_mode(false);
         }
+        config.session_store = self.session_store.clone();
         config
     }
 

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use futures::Stream;
 
-use super::worker::new_session;
+use super::worker::{Incarnation, new_session};
 use super::{
     EventId, EventIdParseError, LocalSessionHandle, ResumedStream, Resumption, SessionConfig,
     SessionError, SessionTransport,
@@ -76,9 +76,17 @@ impl LocalSessionManager {
             .ok_or_else(|| LocalSessionManagerError::SessionNotFound(id.clone()))
     }
 
-    fn spawn_session(&self, id: SessionId) -> (LocalSessionHandle, SessionTransport) {
-        let (handle, worker) =
-            new_session(id, self.session_config.clone(), self.event_store.clone());
+    fn spawn_session(
+        &self,
+        id: SessionId,
+        incarnation: Incarnation,
+    ) -> (LocalSessionHandle, SessionTransport) {
+        let (handle, worker) = new_session(
+            id,
+            self.session_config.clone(),
+            self.event_store.clone(),
+            incarnation,
+        );
         (handle, WorkerTransport::spawn(worker))
     }
 
@@ -135,7 +143,7 @@ impl SessionManager for LocalSessionManager {
 
     async fn create_session(&self) -> Result<(SessionId, Self::Transport), Self::Error> {
         let id = session_id();
-        let (handle, transport) = self.spawn_session(id.clone());
+        let (handle, transport) = self.spawn_session(id.clone(), Incarnation::First);
         self.sessions.write().await.insert(id.clone(), handle);
         Ok((id, transport))
     }
@@ -213,7 +221,8 @@ impl SessionManager for LocalSessionManager {
         match sessions.entry(id) {
             std::collections::hash_map::Entry::Occupied(_) => Ok(RestoreOutcome::AlreadyPresent),
             std::collections::hash_map::Entry::Vacant(slot) => {
-                let (handle, transport) = self.spawn_session(slot.key().clone());
+                let (handle, transport) =
+                    self.spawn_session(slot.key().clone(), Incarnation::Restored);
                 slot.insert(handle);
                 Ok(RestoreOutcome::Restored(transport))
             }

@@ -51,20 +51,55 @@ pub fn create_local_session(
     id: impl Into<SessionId>,
     config: SessionConfig,
 ) -> (LocalSessionHandle, LocalSessionWorker) {
-    new_session(id.into(), config, None)
+    new_session(id.into(), config, None, Incarnation::First)
+}
+
+/// Which life of a session a worker runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Incarnation {
+    /// Created by `initialize`: no cursor of it can exist yet, so its ids
+    /// start at the bottom (`1` on the standalone stream, stream `0`).
+    First,
+    /// Restored from a session store after a restart or on another instance:
+    /// its ids start at a random base far above any earlier life's, so an old
+    /// cursor can never name one of its events (a standalone cursor is below
+    /// the floor, a request cursor names an unknown stream).
+    Restored,
+}
+
+impl Incarnation {
+    fn base(self) -> u64 {
+        match self {
+            Self::First => 0,
+            Self::Restored => restored_base(),
+        }
+    }
+}
+
+/// A random multiple of 2³² in `[2³², 2⁶³]`: 2³¹ possible lives, each with
+/// 2³² ids of room before the next could begin.
+fn restored_base() -> u64 {
+    use std::hash::BuildHasher;
+    let seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let random = std::collections::hash_map::RandomState::new().hash_one(seed);
+    ((random >> 33) + 1) << 32
 }
 
 pub(super) fn new_session(
     id: SessionId,
     config: SessionConfig,
     event_store: Option<Arc<dyn EventStore>>,
+    incarnation: Incarnation,
 ) -> (LocalSessionHandle, LocalSessionWorker) {
+    let base = incarnation.base();
     let (event_tx, event_rx) = mpsc::channel(config.channel_capacity.max(1));
-    tracing::debug!(session_id = %id, "create new session");
+    tracing::debug!(session_id = %id, ?incarnation, "create new session");
     let room = Room::default();
     let standalone = StreamLog::new(
         StreamId::Standalone,
-        1,
+        base.saturating_add(1),
         config.channel_capacity,
         MAX_SHADOW_STREAMS,
         room.clone(),
@@ -79,7 +114,7 @@ pub(super) fn new_session(
         requests: HashMap::new(),
         completed: VecDeque::new(),
         routes: Routes::default(),
-        next_http_request_id: 0,
+        next_http_request_id: base,
         next_reader: 0,
         bell: Bell::default(),
         room,
