@@ -118,3 +118,59 @@ async fn worker_spawned_by_hand_is_the_forks() -> anyhow::Result<()> {
     client.cancel().await?;
     Ok(())
 }
+
+#[tokio::test]
+async fn a_first_standalone_get_lost_in_transit_is_retried() -> anyhow::Result<()> {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use rmcp::ClientHandler;
+    use rmcp::service::NotificationContext;
+    use tokio::sync::Notify;
+
+    /// Counts `tools/list_changed`, which rides the standalone stream.
+    #[derive(Clone, Default)]
+    struct Listener(Arc<(AtomicUsize, Notify)>);
+
+    impl ClientHandler for Listener {
+        async fn on_tool_list_changed(&self, _: NotificationContext<rmcp::RoleClient>) {
+            self.0.0.fetch_add(1, Ordering::SeqCst);
+            self.0.1.notify_one();
+        }
+
+        fn get_info(&self) -> ClientConfig {
+            ClientConfig::default()
+        }
+    }
+
+    let served = TestServer::new(Side::Fork).serve().await?;
+    let proxy = Proxy::start(served.addr, "", served.ct.clone()).await?;
+    proxy.refuse_gets(1);
+    let listener = Listener::default();
+    let client = listener
+        .clone()
+        .serve(StreamableHttpClientTransport::from_uri(format!(
+            "http://{}/mcp",
+            proxy.addr
+        )))
+        .await?;
+    // Announce until a notification arrives: the first ones may go out
+    // before the retried GET is attached, and are not this test's concern.
+    let heard = tokio::time::timeout(LIMIT, async {
+        loop {
+            let announce: CallToolRequestParams =
+                serde_json::from_value(json!({ "name": "announce", "arguments": { "count": 1 } }))?;
+            client.peer().call_tool(announce).await?;
+            let waited =
+                tokio::time::timeout(Duration::from_millis(200), listener.0.1.notified()).await;
+            if waited.is_ok() {
+                return Ok::<_, anyhow::Error>(());
+            }
+        }
+    })
+    .await;
+    assert!(heard.is_ok(), "no standalone notification ever arrived");
+    assert!(proxy.gets() >= 1, "the GET was retried");
+    client.cancel().await?;
+    Ok(())
+}

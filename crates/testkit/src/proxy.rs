@@ -20,6 +20,7 @@ pub struct Proxy {
     resumes: Arc<AtomicUsize>,
     resumed: Arc<Notify>,
     marker: Arc<(Vec<u8>, Notify)>,
+    refuse_gets: Arc<AtomicUsize>,
 }
 
 impl Proxy {
@@ -39,6 +40,7 @@ impl Proxy {
             resumes: Arc::default(),
             resumed: Arc::default(),
             marker: Arc::new((marker.as_bytes().to_vec(), Notify::new())),
+            refuse_gets: Arc::default(),
         };
         let accepting = proxy.clone();
         tokio::spawn(async move {
@@ -70,6 +72,14 @@ impl Proxy {
                 };
                 let chunk = &buf[..n];
                 if chunk.starts_with(b"GET ") {
+                    let refuse = self
+                        .refuse_gets
+                        .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+                        .is_ok();
+                    if refuse {
+                        // Lost in transit: the connection closes unanswered.
+                        break;
+                    }
                     self.gets.fetch_add(1, Ordering::SeqCst);
                     let lower = String::from_utf8_lossy(chunk).to_ascii_lowercase();
                     if lower.contains("\r\nlast-event-id:") {
@@ -106,6 +116,11 @@ impl Proxy {
             _ = downstream => {}
             _ = cut.changed() => {}
         }
+    }
+
+    /// Closes, unanswered, the connections of the next `count` `GET`s.
+    pub fn refuse_gets(&self, count: usize) {
+        self.refuse_gets.store(count, Ordering::SeqCst);
     }
 
     /// Closes every connection open now; later ones are unaffected.

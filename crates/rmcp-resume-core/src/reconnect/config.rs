@@ -18,6 +18,18 @@ pub struct Discontinuity {
     pub lost: Option<LostRange>,
 }
 
+impl Discontinuity {
+    /// The standalone stream was given up for good: no further server
+    /// notifications will arrive in this session.
+    pub fn given_up(reason: String) -> Self {
+        Self {
+            cursor: None,
+            reason,
+            lost: None,
+        }
+    }
+}
+
 impl fmt::Display for Discontinuity {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let cursor = self.cursor.as_deref().unwrap_or("-");
@@ -61,9 +73,14 @@ pub struct ResumeConfig {
     /// acknowledgement). Default: [`UnprovenPolicy::Lenient`], since most
     /// peers cannot prove continuity; the strict choice fails such resumes.
     pub unproven: UnprovenPolicy,
-    /// Consecutive failed resumes with one cursor before a request stream
-    /// fails, or the standalone stream drops its cursor. Default 3.
+    /// Consecutive resumes with one cursor that the server answered but
+    /// that brought nothing (an empty close, a refusal) before a request
+    /// stream fails, or the standalone stream drops its cursor. Default 3.
     pub max_failed_resumes: usize,
+    /// Consecutive failures in transit with one cursor (a broken
+    /// connection, a `GET` that failed or timed out) before the same.
+    /// Default 5. The retry policy's `max_times` bounds all attempts too.
+    pub max_transport_failures: usize,
     /// Treat a stream with no event for this long as stalled and resume it.
     /// `None` (the default) never does; see [`IdleTimeout`] for the minimum.
     pub idle_timeout: Option<Duration>,
@@ -86,6 +103,7 @@ impl Default for ResumeConfig {
         Self {
             unproven: UnprovenPolicy::Lenient,
             max_failed_resumes: 3,
+            max_transport_failures: 5,
             idle_timeout: None,
             on_discontinuity: None,
             id_rules: IdRules::WhenVouched,
@@ -120,6 +138,14 @@ impl ResumeConfig {
     /// Sets [`unproven`](Self::unproven).
     pub fn with_unproven(self, unproven: UnprovenPolicy) -> Self {
         Self { unproven, ..self }
+    }
+
+    /// Sets [`max_transport_failures`](Self::max_transport_failures).
+    pub fn with_max_transport_failures(self, max_transport_failures: usize) -> Self {
+        Self {
+            max_transport_failures,
+            ..self
+        }
     }
 
     /// Sets [`max_failed_resumes`](Self::max_failed_resumes).
@@ -160,6 +186,7 @@ impl fmt::Debug for ResumeConfig {
         f.debug_struct("ResumeConfig")
             .field("unproven", &self.unproven)
             .field("max_failed_resumes", &self.max_failed_resumes)
+            .field("max_transport_failures", &self.max_transport_failures)
             .field("idle_timeout", &self.idle_timeout)
             .field("on_discontinuity", &self.on_discontinuity.is_some())
             .field("id_rules", &self.id_rules)

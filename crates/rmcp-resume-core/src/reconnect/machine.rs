@@ -90,6 +90,8 @@ pub(super) struct Machine<C: Connector, P: RetryPolicy> {
     failures: usize,
     /// Consecutive failed resumes with the current cursor.
     failures_with_cursor: usize,
+    /// Consecutive failures in transit with the current cursor.
+    transport_failures: usize,
     /// The server vouched for rmcp's counter rules (see [`IdRules`]).
     vouched: bool,
 }
@@ -154,6 +156,7 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
             server_retry: None,
             failures: 0,
             failures_with_cursor: 0,
+            transport_failures: 0,
             vouched,
         }
     }
@@ -458,6 +461,7 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
     fn progress(&mut self) {
         self.failures = 0;
         self.failures_with_cursor = 0;
+        self.transport_failures = 0;
     }
 
     /// The server ended the stream cleanly.
@@ -541,7 +545,7 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
     /// the server asking for time (its `retry` governs closes it chose), so
     /// the first attempt after a failure is immediate and later ones follow
     /// the policy's backoff. Every such failure with one cursor counts toward
-    /// `max_failed_resumes`.
+    /// `max_transport_failures`.
     fn attempt_failed(&mut self, last: Attempt<C::Error>) -> Option<ResumeStreamError<C::Error>> {
         self.state = State::Done;
         let last = match self.unresumable(last) {
@@ -549,10 +553,10 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
             Err(last) => last,
         };
         if self.cursor.is_some() {
-            self.failures_with_cursor += 1;
-            if self.failures_with_cursor >= self.config.max_failed_resumes.max(1) {
+            self.transport_failures += 1;
+            if self.transport_failures >= self.config.max_transport_failures.max(1) {
                 let error = ResumeStreamError::Exhausted {
-                    attempts: self.failures_with_cursor,
+                    attempts: self.transport_failures,
                     cursor: self.cursor.clone(),
                     last: Box::new(last),
                 };
@@ -618,6 +622,7 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
                 };
                 self.report(gap);
                 self.failures_with_cursor = 0;
+                self.transport_failures = 0;
                 self.schedule(error.into())
             }
         }

@@ -16,7 +16,8 @@ use super::{
 };
 use crate::model::{ClientJsonRpcMessage, JsonRpcMessage, RequestId};
 use crate::transport::common::client_side_sse::{
-    ResumeConfig, ResumeStreamError, SseRetryPolicy, StreamScope, resuming_sse_frames,
+    Discontinuity, ReconnectDisposition, ResumeConfig, ResumeStreamError, SseReconnect,
+    SseRetryPolicy, StreamScope, resuming_sse_frames,
 };
 use crate::transport::common::http_header::HEADER_MCP_PROTOCOL_VERSION;
 use crate::transport::resumption::EventCursor;
@@ -292,7 +293,6 @@ impl<C: StreamableHttpClient> StreamableHttpClient for ResumeGuard<C> {
                 // the listener instead of starting another round.
                 return Err(StreamableHttpError::ServerDoesNotSupportSse);
             }
-            let first = opening.await?;
             // Upstream reconnects request streams through here too; their
             // ids (`N/M`) say so.
             let scope = cursor
@@ -301,8 +301,19 @@ impl<C: StreamableHttpClient> StreamableHttpClient for ResumeGuard<C> {
                 .and_then(|id| id.as_rmcp())
                 .map_or(StreamScope::Standalone, |id| id.stream_id().scope());
             let connector = this.connector(endpoint, sid.clone(), bearer, headers, event_limit);
+            let first = match opening.await {
+                Ok(first) => Some(first),
+                // A first GET lost in transit is the fork's to retry: handed
+                // back, upstream's worker would never open the stream again,
+                // and the session would get no server notification for life.
+                Err(error) if connector.classify(&error) == ReconnectDisposition::Retry => {
+                    tracing::debug!(%error, "first SSE GET failed; retrying it");
+                    None
+                }
+                Err(error) => return Err(error),
+            };
             let frames = resuming_sse_frames(
-                Some(first),
+                first,
                 cursor,
                 connector,
                 scope,
@@ -310,11 +321,20 @@ impl<C: StreamableHttpClient> StreamableHttpClient for ResumeGuard<C> {
                 this.resume.clone(),
             );
             let gave_up = this.gave_up.clone();
+            let on_discontinuity = this.resume.on_discontinuity.clone();
             let frames = frames.filter_map(move |frame| {
                 let outcome = match frame {
                     Ok(sse) => Some(Ok(sse)),
                     Err(error) => {
-                        tracing::debug!(%error, "SSE stream stopped resuming");
+                        if scope == StreamScope::Standalone {
+                            // Once per stream, and the application is told.
+                            tracing::warn!(session_id = ?sid, %error, "standalone SSE stream given up; no further server notifications");
+                            if let Some(observer) = &on_discontinuity {
+                                observer(&Discontinuity::given_up(error.to_string()));
+                            }
+                        } else {
+                            tracing::debug!(%error, "SSE stream stopped resuming");
+                        }
                         if let Ok(mut slot) = gave_up.lock() {
                             *slot = sid.clone();
                         }

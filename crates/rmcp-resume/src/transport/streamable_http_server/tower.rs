@@ -93,10 +93,7 @@ where
     type Future = BoxFuture<'static, Result<Self::Response, Self::Error>>;
 
     fn call(&mut self, req: Request<B>) -> Self::Future {
-        if !self.config.legacy_session_mode
-            && req.method() == Method::GET
-            && req.headers().contains_key(HEADER_LAST_EVENT_ID)
-        {
+        if self.refuses_stateless_resume(&req) {
             return Box::pin(async { Ok(responses::stateless_resume()) });
         }
         if self.owns(req.method()) {
@@ -138,6 +135,15 @@ impl<S: crate::ServerHandler + Send + 'static, M: SessionManager> StreamableHttp
     /// How resumes have been answered so far.
     pub fn resume_stats(&self) -> ResumeStats {
         self.telemetry.stats()
+    }
+
+    /// A stateless server keeps no streams, so a resume cannot be answered
+    /// (upstream: an empty `200`) unless an event store holds the events.
+    fn refuses_stateless_resume<B>(&self, request: &Request<B>) -> bool {
+        !self.config.legacy_session_mode
+            && request.method() == Method::GET
+            && request.headers().contains_key(HEADER_LAST_EVENT_ID)
+            && self.session_manager.event_store().is_none()
     }
 
     /// Whether the fork answers requests of `method` itself, rather than

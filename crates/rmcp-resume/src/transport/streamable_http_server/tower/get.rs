@@ -71,7 +71,11 @@ impl<S: crate::ServerHandler + Send + 'static, M: SessionManager> StreamableHttp
         };
         let session = session_id(&parts.headers);
         let (Some(session), true) = (session, version.has_initialize()) else {
-            if !version.has_initialize() && parts.headers.contains_key(HEADER_LAST_EVENT_ID) {
+            let no_store = self.session_manager.event_store().is_none();
+            if !version.has_initialize()
+                && no_store
+                && parts.headers.contains_key(HEADER_LAST_EVENT_ID)
+            {
                 return stateless_resume();
             }
             // Stateless revisions, and the missing-session answer, are upstream's.
