@@ -74,7 +74,7 @@ async fn run_peer(
 
 fn assert_scenario(stdout: &str) {
     assert!(
-        stdout.contains("tools: announce,build_info,burst,echo,flood,sum,work"),
+        stdout.contains("tools: announce,build_info,burst,echo,flood,stream,sum,work"),
         "{stdout}"
     );
     assert!(stdout.contains("sum: 42"), "{stdout}");

@@ -42,6 +42,7 @@ async fn renamed_dependency_serves_macro_tools_through_the_fork() -> anyhow::Res
             "burst",
             "echo",
             "flood",
+            "stream",
             "sum",
             "work"
         ]

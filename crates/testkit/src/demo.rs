@@ -45,6 +45,15 @@ pub struct FloodArgs {
     pub size: u32,
 }
 
+/// Arguments of the `stream` tool.
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+pub struct StreamArgs {
+    /// How many progress notifications.
+    pub count: u32,
+    /// Milliseconds between them.
+    pub interval_ms: u64,
+}
+
 /// A tiny tool server used by the examples and the tests.
 #[derive(Debug, Clone)]
 pub struct DemoServer {
@@ -163,6 +172,26 @@ impl DemoServer {
             }
         }
         format!("flooded {sent}")
+    }
+
+    #[tool(description = "Report `count` progress steps, `interval_ms` apart, then finish")]
+    async fn stream(
+        &self,
+        meta: RequestMetaObject,
+        peer: Peer<RoleServer>,
+        Parameters(StreamArgs { count, interval_ms }): Parameters<StreamArgs>,
+    ) -> String {
+        if let Some(token) = meta.get_progress_token() {
+            for step in 1..=count {
+                tokio::time::sleep(std::time::Duration::from_millis(interval_ms)).await;
+                let param = ProgressNotificationParam::new(token.clone(), f64::from(step))
+                    .with_total(f64::from(count));
+                if peer.notify_progress(param).await.is_err() {
+                    break;
+                }
+            }
+        }
+        format!("streamed {count}")
     }
 
     #[tool(description = "Add two integers")]

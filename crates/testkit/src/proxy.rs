@@ -4,6 +4,7 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -21,6 +22,28 @@ pub struct Proxy {
     resumed: Arc<Notify>,
     marker: Arc<(Vec<u8>, Notify)>,
     refuse_gets: Arc<AtomicUsize>,
+    churn: Arc<std::sync::Mutex<Option<Churn>>>,
+    cuts: Arc<AtomicUsize>,
+}
+
+/// Random connection lifetimes from a seed, so a failing run can be replayed.
+#[derive(Debug)]
+struct Churn {
+    state: u64,
+    min: Duration,
+    max: Duration,
+}
+
+impl Churn {
+    /// The next lifetime, uniform in `[min, max]` (xorshift64*).
+    fn next(&mut self) -> Duration {
+        self.state ^= self.state >> 12;
+        self.state ^= self.state << 25;
+        self.state ^= self.state >> 27;
+        let random = self.state.wrapping_mul(0x2545_f491_4f6c_dd1d);
+        let span = self.max.saturating_sub(self.min).as_millis().max(1) as u64;
+        self.min + Duration::from_millis(random % span)
+    }
 }
 
 impl Proxy {
@@ -41,6 +64,8 @@ impl Proxy {
             resumed: Arc::default(),
             marker: Arc::new((marker.as_bytes().to_vec(), Notify::new())),
             refuse_gets: Arc::default(),
+            churn: Arc::default(),
+            cuts: Arc::default(),
         };
         let accepting = proxy.clone();
         tokio::spawn(async move {
@@ -61,6 +86,11 @@ impl Proxy {
 
     async fn relay(self, client: TcpStream, server: TcpStream) {
         let mut cut = self.cut.subscribe();
+        let lifetime = self
+            .churn
+            .lock()
+            .ok()
+            .and_then(|mut churn| churn.as_mut().map(Churn::next));
         let (mut client_read, mut client_write) = client.into_split();
         let (mut server_read, mut server_write) = server.into_split();
         let upstream = async {
@@ -111,11 +141,37 @@ impl Proxy {
                 }
             }
         };
+        let expiry = async {
+            match lifetime {
+                Some(lifetime) => tokio::time::sleep(lifetime).await,
+                None => std::future::pending().await,
+            }
+        };
         tokio::select! {
             _ = upstream => {}
             _ = downstream => {}
             _ = cut.changed() => {}
+            _ = expiry => {
+                self.cuts.fetch_add(1, Ordering::SeqCst);
+            }
         }
+    }
+
+    /// From now on, closes every new connection after a random lifetime in
+    /// `[min, max]`, drawn from `seed`.
+    pub fn churn(&self, seed: u64, min: Duration, max: Duration) {
+        if let Ok(mut churn) = self.churn.lock() {
+            *churn = Some(Churn {
+                state: seed.max(1),
+                min,
+                max,
+            });
+        }
+    }
+
+    /// Connections closed by churn so far.
+    pub fn cuts(&self) -> usize {
+        self.cuts.load(Ordering::SeqCst)
     }
 
     /// Closes, unanswered, the connections of the next `count` `GET`s.
