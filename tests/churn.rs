@@ -3,18 +3,15 @@
 //! after a random lifetime. Every call must complete with every progress
 //! value exactly once: no hang, no duplicate, no gap.
 
-use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use rmcp::model::{CallToolRequestParams, ClientConfig, ProgressNotificationParam};
-use rmcp::service::NotificationContext;
+use rmcp::ServiceExt;
+use rmcp::model::CallToolRequestParams;
 use rmcp::transport::StreamableHttpClientTransport;
-use rmcp::{ClientHandler, RoleClient, ServiceExt};
+use rmcp_resume_testkit::progress::ProgressRecorder;
 use rmcp_resume_testkit::proxy::Proxy;
 use rmcp_resume_testkit::{Side, TestServer};
 use serde_json::json;
-use tokio::sync::Notify;
 
 /// Bound on one call, so a hang fails the test.
 const CALL_LIMIT: Duration = Duration::from_secs(60);
@@ -32,65 +29,6 @@ struct Churn {
     lifetimes: (Duration, Duration),
 }
 
-/// Progress values by token, and a bell for each one recorded. rmcp's
-/// client assigns each call's progress token itself.
-#[derive(Clone, Default)]
-struct Recorder {
-    seen: Arc<Mutex<BTreeMap<String, Vec<f64>>>>,
-    recorded: Arc<Notify>,
-}
-
-impl Recorder {
-    fn seen(&self) -> BTreeMap<String, Vec<f64>> {
-        self.seen.lock().map(|s| s.clone()).unwrap_or_default()
-    }
-
-    /// Forgets what was recorded (calls are sequential per client).
-    fn clear(&self) {
-        self.seen.lock().unwrap_or_else(|p| p.into_inner()).clear();
-    }
-
-    /// Waits (bounded) until `count` values are in: handlers may still run
-    /// after the call returned.
-    async fn until(&self, count: usize) -> BTreeMap<String, Vec<f64>> {
-        let waiting = async {
-            loop {
-                let recorded = self.recorded.notified();
-                if self.seen().values().map(Vec::len).sum::<usize>() >= count {
-                    return;
-                }
-                recorded.await;
-            }
-        };
-        let _ = tokio::time::timeout(Duration::from_secs(10), waiting).await;
-        self.seen()
-    }
-}
-
-impl ClientHandler for Recorder {
-    async fn on_progress(
-        &self,
-        param: ProgressNotificationParam,
-        _: NotificationContext<RoleClient>,
-    ) {
-        let token = match &param.progress_token.0 {
-            rmcp::model::NumberOrString::String(s) => s.to_string(),
-            rmcp::model::NumberOrString::Number(n) => n.to_string(),
-        };
-        self.seen
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .entry(token)
-            .or_default()
-            .push(param.progress);
-        self.recorded.notify_waiters();
-    }
-
-    fn get_info(&self) -> ClientConfig {
-        ClientConfig::default()
-    }
-}
-
 async fn soak(seed: u64, churn: Churn) -> anyhow::Result<()> {
     let served = TestServer::new(Side::Fork).serve().await?;
     let proxy = Proxy::start(served.addr, "", served.ct.clone()).await?;
@@ -100,7 +38,7 @@ async fn soak(seed: u64, churn: Churn) -> anyhow::Result<()> {
     for client in 0..churn.clients {
         let url = url.clone();
         clients.spawn(async move {
-            let recorder = Recorder::default();
+            let recorder = ProgressRecorder::default();
             let service = recorder
                 .clone()
                 .serve(StreamableHttpClientTransport::from_uri(url))
@@ -124,7 +62,7 @@ async fn soak(seed: u64, churn: Churn) -> anyhow::Result<()> {
                     text == Some(format!("streamed {STEPS}")),
                     "seed {seed}: {token}: {text:?}"
                 );
-                let seen = recorder.until(STEPS as usize).await;
+                let seen = recorder.until(STEPS as usize, Duration::from_secs(10)).await;
                 anyhow::ensure!(seen.len() == 1, "seed {seed}: {token}: tokens {seen:?}");
                 let mut values: Vec<f64> = seen.into_values().flatten().collect();
                 values.sort_by(f64::total_cmp);

@@ -2,68 +2,18 @@
 //! handler produces them: the handler waits for the reader instead of the
 //! log evicting what the reader has not read.
 
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use rmcp::model::{CallToolRequestParams, ClientConfig, ProgressNotificationParam};
-use rmcp::service::NotificationContext;
+use rmcp::ServiceExt;
+use rmcp::model::CallToolRequestParams;
 use rmcp::transport::StreamableHttpClientTransport;
-use rmcp::{ClientHandler, RoleClient, ServiceExt};
+use rmcp_resume_testkit::progress::ProgressRecorder;
 use rmcp_resume_testkit::raw::{RawSession, SseReader};
 use rmcp_resume_testkit::{Side, TestServer};
 use serde_json::json;
-use tokio::sync::Notify;
 
 /// Bound on one run, so a regression fails instead of hanging.
 const LIMIT: Duration = Duration::from_secs(120);
-
-/// Records every progress value. rmcp's client runs each notification's
-/// handler in a task of its own, so the record's order is not the wire's.
-/// A handler may still be running when the call returns, so `recorded`
-/// is told of each one.
-#[derive(Clone, Default)]
-struct Recorder {
-    seen: Arc<Mutex<Vec<f64>>>,
-    recorded: Arc<Notify>,
-}
-
-impl Recorder {
-    fn seen(&self) -> Vec<f64> {
-        self.seen.lock().map(|s| s.clone()).unwrap_or_default()
-    }
-
-    /// Waits until `count` values are recorded (or `LIMIT` passes).
-    async fn until(&self, count: usize) -> Vec<f64> {
-        let waiting = async {
-            loop {
-                let recorded = self.recorded.notified();
-                if self.seen().len() >= count {
-                    return;
-                }
-                recorded.await;
-            }
-        };
-        let _ = tokio::time::timeout(LIMIT, waiting).await;
-        self.seen()
-    }
-}
-
-impl ClientHandler for Recorder {
-    async fn on_progress(
-        &self,
-        param: ProgressNotificationParam,
-        _: NotificationContext<RoleClient>,
-    ) {
-        if let Ok(mut seen) = self.seen.lock() {
-            seen.push(param.progress);
-        }
-        self.recorded.notify_waiters();
-    }
-
-    fn get_info(&self) -> ClientConfig {
-        ClientConfig::default()
-    }
-}
 
 /// One `work` call streaming `count` progress notifications through the
 /// fork's client and server (default 16-event window); every value arrives,
@@ -72,7 +22,7 @@ async fn burst(count: u32) -> anyhow::Result<()> {
     let served = TestServer::new(Side::Fork).serve().await?;
     // The tool answers as soon as its progress is out.
     served.gate.notify_one();
-    let recorder = Recorder::default();
+    let recorder = ProgressRecorder::default();
     let client = recorder
         .clone()
         .serve(StreamableHttpClientTransport::from_uri(served.url.clone()))
@@ -90,7 +40,12 @@ async fn burst(count: u32) -> anyhow::Result<()> {
         .map(|t| t.text.clone());
     assert_eq!(text, Some(format!("finished {count} steps")));
     // Notifications ride the request's stream before its response.
-    let mut seen = recorder.until(count as usize).await;
+    let mut seen: Vec<f64> = recorder
+        .until(count as usize, LIMIT)
+        .await
+        .into_values()
+        .flatten()
+        .collect();
     seen.sort_by(f64::total_cmp);
     let expected: Vec<f64> = (1..=count).map(f64::from).collect();
     assert_eq!(seen, expected, "every progress value, once");

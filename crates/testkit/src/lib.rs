@@ -5,13 +5,15 @@
 //! | [`server`] | [`TestServer`]: the one way to start a test server, on the fork or on upstream rmcp 3.11.0 |
 //! | [`demo`] | [`DemoServer`]: the tools the tests call, gated so a test decides when a response exists |
 //! | [`everything`] | the handler the official conformance suite drives |
-//! | [`proxy`] | a TCP proxy that cuts every connection on demand |
+//! | [`progress`] | a client handler recording every progress value |
+//! | [`proxy`] | a TCP proxy that cuts connections on demand or at random (seeded) |
 //! | [`raw`] | a raw MCP session over HTTP, reading SSE frame by frame |
 //! | [`scenario`] | the cut-call scenario, run the same way on both sides |
 //! | [`store`] | a session store in memory, for restores |
 
 pub mod demo;
 pub mod everything;
+pub mod progress;
 pub mod proxy;
 pub mod raw;
 pub mod scenario;

@@ -415,7 +415,10 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
 
     /// Checks an event id; `Ok(false)` drops the event as a duplicate.
     fn on_id(&mut self, id: &str) -> Result<bool, ResumeStreamError<C::Error>> {
-        let parsed = self.judge(id);
+        // Unvouched ids on an open stream need no parsing: only an exact
+        // repeat of the last one (the cursor) is a duplicate.
+        let judged = self.vouched || matches!(self.state, State::Verifying { .. });
+        let parsed = if judged { self.judge(id) } else { None };
         match &mut self.state {
             State::Verifying { verifier, .. } => {
                 if verifier.on_event(parsed.as_ref()) == EventAction::SkipDuplicate {
@@ -435,6 +438,11 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
                         return Err(ResumeStreamError::Resumption(error));
                     }
                     Verdict::SessionLost(_) | Verdict::Delayed => {}
+                }
+            }
+            State::Following { .. } | State::Draining { .. } if !judged => {
+                if self.cursor.as_deref() == Some(id) {
+                    return Ok(false);
                 }
             }
             State::Following { checker, .. } | State::Draining { checker, .. } => {
