@@ -309,17 +309,33 @@ impl LocalSessionWorker {
                 return;
             }
         };
-        let parked = Parked {
+        let Some((log, queue)) = self.outbox(stream) else {
+            return;
+        };
+        // The common case: nothing waits before it, and there is room.
+        let (event, id) = if queue.is_empty() {
+            match log.try_append(event, id) {
+                Ok(_) => {
+                    if let (true, StreamId::Request(m)) = (destination.completes, stream) {
+                        self.complete(m);
+                    }
+                    self.bell.ring();
+                    if responder.send(Ok(())).is_err() {
+                        tracing::debug!(?stream, "handler stopped waiting for a send result");
+                    }
+                    return;
+                }
+                Err(Full { event, id }) => (event, id),
+            }
+        } else {
+            (event, id)
+        };
+        queue.push_back(Parked {
             event,
             id,
             completes: destination.completes,
             responder,
-        };
-        match self.outbox(stream) {
-            Some((_, queue)) => queue.push_back(parked),
-            None => return,
-        }
-        self.flush(stream);
+        });
     }
 
     /// Persists `event` in the event store, if there is one; returns its id.
