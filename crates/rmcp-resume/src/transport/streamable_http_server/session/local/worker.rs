@@ -112,6 +112,7 @@ pub(super) fn new_session(
         standalone,
         standalone_parked: VecDeque::new(),
         requests: HashMap::new(),
+        waiting: HashSet::new(),
         completed: VecDeque::new(),
         routes: Routes::default(),
         next_http_request_id: base,
@@ -140,6 +141,9 @@ pub struct LocalSessionWorker {
     standalone: Log,
     standalone_parked: VecDeque<Parked>,
     requests: HashMap<HttpRequestId, RequestStream>,
+    /// The streams with parked messages, so the worker's loop never scans
+    /// every retained stream.
+    waiting: HashSet<StreamId>,
     /// Answered request streams in the order they completed, so expiry is
     /// amortised O(1) however many a session has answered.
     completed: VecDeque<(Instant, HttpRequestId)>,
@@ -336,6 +340,7 @@ impl LocalSessionWorker {
             completes: destination.completes,
             responder,
         });
+        self.waiting.insert(stream);
     }
 
     /// Persists `event` in the event store, if there is one; returns its id.
@@ -372,6 +377,7 @@ impl LocalSessionWorker {
     fn flush(&mut self, stream: StreamId) {
         let mut answered = false;
         let mut appended = false;
+        let mut drained = true;
         if let Some((log, queue)) = self.outbox(stream) {
             while let Some(parked) = queue.pop_front() {
                 match log.try_append(parked.event, parked.id) {
@@ -388,10 +394,14 @@ impl LocalSessionWorker {
                             id,
                             ..parked
                         });
+                        drained = false;
                         break;
                     }
                 }
             }
+        }
+        if drained {
+            self.waiting.remove(&stream);
         }
         if let (true, StreamId::Request(m)) = (answered, stream) {
             self.complete(m);
@@ -403,29 +413,21 @@ impl LocalSessionWorker {
 
     /// Every stream with parked messages.
     fn parked_streams(&self) -> Vec<StreamId> {
-        let standalone = (!self.standalone_parked.is_empty()).then_some(StreamId::Standalone);
-        let requests = self
-            .requests
-            .iter()
-            .filter(|(_, r)| !r.parked.is_empty())
-            .map(|(m, _)| StreamId::Request(*m));
-        standalone.into_iter().chain(requests).collect()
+        self.waiting.iter().copied().collect()
     }
 
     /// When the earliest reader holding a parked message back will count as
     /// stalled.
     fn stall_deadline(&self) -> Option<Instant> {
         let stall = self.config.reader_stall_timeout;
-        let logs = (!self.standalone_parked.is_empty())
-            .then_some(&self.standalone)
-            .into_iter()
-            .chain(
-                self.requests
-                    .values()
-                    .filter(|r| !r.parked.is_empty())
-                    .map(|r| &r.log),
-            );
-        logs.filter_map(|log| log.stall_deadline(stall)).min()
+        self.waiting
+            .iter()
+            .filter_map(|stream| match stream {
+                StreamId::Standalone => Some(&self.standalone),
+                StreamId::Request(m) => self.requests.get(m).map(|r| &r.log),
+            })
+            .filter_map(|log| log.stall_deadline(stall))
+            .min()
     }
 
     /// Ends readers that held their stream back for the stall timeout, then
@@ -475,6 +477,7 @@ impl LocalSessionWorker {
             }
             self.completed.pop_front();
             self.requests.remove(&m);
+            self.waiting.remove(&StreamId::Request(m));
         }
     }
 
@@ -531,6 +534,7 @@ impl LocalSessionWorker {
                 let _ = responder.send(Ok(self.open_standalone()));
             }
             SessionEvent::CloseRequestWiseChannel { id, responder } => {
+                self.waiting.remove(&StreamId::Request(id));
                 if let Some(stream) = self.requests.remove(&id) {
                     self.routes.remove(stream.routes);
                 }
@@ -649,7 +653,7 @@ impl Worker for LocalSessionWorker {
         let ct = context.cancellation_token.clone();
         loop {
             self.evict_expired();
-            let parked = !self.parked_streams().is_empty();
+            let parked = !self.waiting.is_empty();
             let stall_at = self.stall_deadline();
             tokio::select! {
                 event = self.event_rx.recv() => {
