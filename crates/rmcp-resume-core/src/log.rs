@@ -381,8 +381,9 @@ impl<E: Clone> StreamLog<E> {
         Some(position)
     }
 
-    /// Attaches a keep-alive-only reader.
-    pub fn attach_shadow(&self, id: ReaderId) {
+    /// Attaches a keep-alive-only reader, whatever else is attached.
+    #[cfg(test)]
+    fn attach_shadow(&self, id: ReaderId) {
         let mut state = self.lock();
         Self::push_shadow(&mut state, id);
     }
@@ -396,12 +397,6 @@ impl<E: Clone> StreamLog<E> {
             progressed_at: Instant::now(),
         });
         state.enforce_shadow_limit();
-    }
-
-    /// Where a new primary should start when nothing says otherwise.
-    pub fn resume_position(&self) -> u64 {
-        let state = self.lock();
-        state.resume_position.max(state.floor())
     }
 
     /// Ends every reader: the primary after it has drained what is already in
