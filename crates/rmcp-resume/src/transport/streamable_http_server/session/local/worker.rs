@@ -320,13 +320,8 @@ impl LocalSessionWorker {
         let (event, id) = if queue.is_empty() {
             match log.try_append(event, id) {
                 Ok(_) => {
-                    if let (true, StreamId::Request(m)) = (destination.completes, stream) {
-                        self.complete(m);
-                    }
+                    self.admitted(stream, destination.completes, responder);
                     self.bell.ring();
-                    if responder.send(Ok(())).is_err() {
-                        tracing::debug!(?stream, "handler stopped waiting for a send result");
-                    }
                     return;
                 }
                 Err(Full { event, id }) => (event, id),
@@ -341,6 +336,17 @@ impl LocalSessionWorker {
             responder,
         });
         self.waiting.insert(stream);
+    }
+
+    /// A handler's message is in its log: the handler hears so, and a
+    /// response ends its request.
+    fn admitted(&mut self, stream: StreamId, completes: bool, responder: Responder) {
+        if responder.send(Ok(())).is_err() {
+            tracing::debug!(?stream, "handler stopped waiting for a send result");
+        }
+        if let (true, StreamId::Request(m)) = (completes, stream) {
+            self.complete(m);
+        }
     }
 
     /// Persists `event` in the event store, if there is one; returns its id.
@@ -375,36 +381,31 @@ impl LocalSessionWorker {
     /// Moves parked messages into `stream`'s log, oldest first, while it has
     /// room.
     fn flush(&mut self, stream: StreamId) {
-        let mut answered = false;
         let mut appended = false;
-        let mut drained = true;
-        if let Some((log, queue)) = self.outbox(stream) {
-            while let Some(parked) = queue.pop_front() {
-                match log.try_append(parked.event, parked.id) {
-                    Ok(_) => {
-                        appended = true;
-                        answered |= parked.completes;
-                        if parked.responder.send(Ok(())).is_err() {
-                            tracing::debug!(?stream, "handler stopped waiting for a send result");
-                        }
-                    }
-                    Err(Full { event, id }) => {
-                        queue.push_front(Parked {
-                            event,
-                            id,
-                            ..parked
-                        });
-                        drained = false;
-                        break;
-                    }
+        let waiting = loop {
+            let Some((log, queue)) = self.outbox(stream) else {
+                break false;
+            };
+            let Some(parked) = queue.pop_front() else {
+                break false;
+            };
+            match log.try_append(parked.event, parked.id) {
+                Ok(_) => {
+                    appended = true;
+                    self.admitted(stream, parked.completes, parked.responder);
+                }
+                Err(Full { event, id }) => {
+                    queue.push_front(Parked {
+                        event,
+                        id,
+                        ..parked
+                    });
+                    break true;
                 }
             }
-        }
-        if drained {
+        };
+        if !waiting {
             self.waiting.remove(&stream);
-        }
-        if let (true, StreamId::Request(m)) = (answered, stream) {
-            self.complete(m);
         }
         if appended {
             self.bell.ring();
