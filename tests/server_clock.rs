@@ -213,17 +213,22 @@ async fn a_stalled_reader_holds_back_only_its_stream_and_only_until_the_stall_ti
 /// whatever asks: `404` everywhere, never `400` or `500`.
 #[tokio::test(start_paused = true)]
 async fn a_session_whose_worker_stopped_is_404_everywhere() {
-    let service = TestServer::new(Side::Fork)
+    let (service, manager) = TestServer::new(Side::Fork)
         .idle_session(Duration::from_secs(60))
         .keep_alive(None)
-        .demo_service()
-        .0;
+        .demo_service();
     let session = open(&service).await;
-    tokio::time::sleep(Duration::from_secs(61)).await;
-    // Let the worker notice its idle timeout and stop.
-    for _ in 0..10 {
-        tokio::task::yield_now().await;
-    }
+    let handle = manager
+        .handle(&session.as_str().into())
+        .await
+        .unwrap_or_else(|| panic!("the session is live"));
+    let started = tokio::time::Instant::now();
+    handle.stopped().await;
+    assert!(
+        started.elapsed() >= Duration::from_secs(60),
+        "stopped by its idle timeout"
+    );
+    drop(handle);
 
     let plain = service
         .handle(request(http::Method::GET, Some(&session), None))

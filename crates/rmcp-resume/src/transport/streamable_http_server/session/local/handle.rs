@@ -29,6 +29,12 @@ impl LocalSessionHandle {
         !self.event_tx.is_closed()
     }
 
+    /// Waits until the session's worker has stopped (an idle or initialize
+    /// timeout, a close, a crash).
+    pub async fn stopped(&self) {
+        self.event_tx.closed().await;
+    }
+
     async fn send(&self, event: SessionEvent) -> Result<(), SessionError> {
         self.event_tx
             .send(event)
