@@ -137,10 +137,14 @@ impl<S: crate::ServerHandler + Send + 'static, M: SessionManager> StreamableHttp
         self.telemetry.stats()
     }
 
-    /// A stateless server keeps no streams, so a resume cannot be answered
+    /// Without sessions (a stateless server, or a revision that has none,
+    /// 2026-07-28) there are no streams, so a resume cannot be answered
     /// (upstream: an empty `200`) unless an event store holds the events.
     fn refuses_stateless_resume<B>(&self, request: &Request<B>) -> bool {
-        !self.config.legacy_session_mode
+        let sessionless = !self.config.legacy_session_mode
+            || request::protocol_version(request.headers())
+                .is_ok_and(|version| !version.has_initialize());
+        sessionless
             && request.method() == Method::GET
             && request.headers().contains_key(HEADER_LAST_EVENT_ID)
             && self.session_manager.event_store().is_none()
@@ -158,12 +162,10 @@ impl<S: crate::ServerHandler + Send + 'static, M: SessionManager> StreamableHttp
         B: Body + Send + 'static,
         B::Error: Display,
     {
+        if self.refuses_stateless_resume(&request) {
+            return responses::stateless_resume();
+        }
         if !self.owns(request.method()) {
-            if request.method() == Method::GET
-                && request.headers().contains_key(HEADER_LAST_EVENT_ID)
-            {
-                return responses::stateless_resume();
-            }
             return self.inner.handle(request).await;
         }
         if request.method() == Method::GET {

@@ -14,7 +14,6 @@ use super::StreamableHttpService;
 use super::request::{accepts_event_stream, protocol_version, session_id};
 use super::responses::{
     BoxResponse, cursor_error, frame, internal_error, malformed_cursor, not_found, plain, sse,
-    stateless_resume,
 };
 use super::stats::Counter;
 use crate::transport::common::http_header::HEADER_LAST_EVENT_ID;
@@ -71,13 +70,6 @@ impl<S: crate::ServerHandler + Send + 'static, M: SessionManager> StreamableHttp
         };
         let session = session_id(&parts.headers);
         let (Some(session), true) = (session, version.has_initialize()) else {
-            let no_store = self.session_manager.event_store().is_none();
-            if !version.has_initialize()
-                && no_store
-                && parts.headers.contains_key(HEADER_LAST_EVENT_ID)
-            {
-                return stateless_resume();
-            }
             // Stateless revisions, and the missing-session answer, are upstream's.
             return self.inner.handle(Request::from_parts(parts, body)).await;
         };
