@@ -18,6 +18,7 @@
 //! The cut is an axum middleware that ends every open SSE response at once.
 
 use std::convert::Infallible;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -121,7 +122,7 @@ struct Wire {
     /// Every SSE response open when this fires ends at once.
     cut: Arc<Mutex<CancellationToken>>,
     /// Cut when the first progress event goes out.
-    cut_on_progress: Arc<Mutex<bool>>,
+    cut_on_progress: Arc<AtomicBool>,
     resumes: Arc<Mutex<Vec<Resume>>>,
 }
 
@@ -170,14 +171,7 @@ async fn network(State(wire): State<Wire>, request: Request, next: Next) -> Resp
             let progress = chunk
                 .windows(b"notifications/progress".len())
                 .any(|w| w == b"notifications/progress");
-            if progress
-                && std::mem::take(
-                    &mut *watched
-                        .cut_on_progress
-                        .lock()
-                        .unwrap_or_else(|p| p.into_inner()),
-                )
-            {
+            if progress && watched.cut_on_progress.swap(false, Ordering::SeqCst) {
                 watched.cut_now();
             }
         });
@@ -261,10 +255,7 @@ macro_rules! wedged {
                 url,
             ))
             .await?;
-        *wire
-            .cut_on_progress
-            .lock()
-            .unwrap_or_else(|p| p.into_inner()) = true;
+        wire.cut_on_progress.store(true, Ordering::SeqCst);
         let started = Instant::now();
         let call = client.peer().call_tool(report(1)?);
         let outcome = tokio::time::timeout(WATCH, call).await;

@@ -87,6 +87,14 @@ async fn soak(seed: u64, churn: Churn) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Five seeds of one shape.
+async fn soak_seeds(churn: Churn) -> anyhow::Result<()> {
+    for seed in 1..=5 {
+        soak(seed, churn).await?;
+    }
+    Ok(())
+}
+
 /// The churn issue's setup: 8 clients × 6 calls of 20 progress
 /// notifications 25 ms apart, every connection closed after 50–600 ms.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -97,10 +105,7 @@ async fn calls_complete_whole_under_random_cuts() -> anyhow::Result<()> {
         interval: Duration::from_millis(25),
         lifetimes: (Duration::from_millis(50), Duration::from_millis(600)),
     };
-    for seed in 1..=5 {
-        soak(seed, churn).await?;
-    }
-    Ok(())
+    soak_seeds(churn).await
 }
 
 /// Harsher: 16 clients, connections living 20–300 ms.
@@ -112,8 +117,5 @@ async fn calls_complete_whole_under_harsher_cuts() -> anyhow::Result<()> {
         interval: Duration::from_millis(10),
         lifetimes: (Duration::from_millis(20), Duration::from_millis(300)),
     };
-    for seed in 1..=5 {
-        soak(seed, churn).await?;
-    }
-    Ok(())
+    soak_seeds(churn).await
 }

@@ -87,9 +87,7 @@ impl Connector for Script {
         let answer = self.answers.pop_front().unwrap_or_else(self.then);
         Box::pin(async move {
             match answer {
-                Answer::Frames(frames) => {
-                    Ok(futures::stream::iter(frames.into_iter().map(Ok)).boxed())
-                }
+                Answer::Frames(frames) => Ok(opened(frames)),
                 Answer::Stall(frames) => Ok(futures::stream::iter(frames.into_iter().map(Ok))
                     .chain(futures::stream::pending())
                     .boxed()),
@@ -114,6 +112,11 @@ impl Connector for Script {
             _ => ReconnectDisposition::Retry,
         }
     }
+}
+
+/// An open stream that delivers `frames`, then closes.
+fn opened(frames: Vec<Sse>) -> SseFrames {
+    futures::stream::iter(frames.into_iter().map(Ok)).boxed()
 }
 
 fn message(id: &str, data: &str) -> Sse {
@@ -380,12 +383,11 @@ async fn gap_after_reconnect_fails_with_the_lost_range() {
 
 #[tokio::test(start_paused = true)]
 async fn mid_stream_jump_is_reported() {
-    let first = futures::stream::iter(vec![
-        Ok(priming("0/2", 1000)),
-        Ok(progress("1/2", 1)),
-        Ok(progress("5/2", 5)),
-    ])
-    .boxed();
+    let first = opened(vec![
+        priming("0/2", 1000),
+        progress("1/2", 1),
+        progress("5/2", 5),
+    ]);
     let (script, _) = Script::new(vec![], || Answer::Frames(vec![]));
     let stream = resuming_sse_stream(
         Some(first),
@@ -410,12 +412,7 @@ async fn mid_stream_jump_is_reported() {
 async fn session_wide_counter_ids_are_not_gaps_until_the_server_vouches() {
     // A conforming server numbering events across the session: this stream
     // sees 1, 3, 6. Nothing is missing, and the response must arrive.
-    let first = futures::stream::iter(vec![
-        Ok(priming("1", 1000)),
-        Ok(progress("3", 1)),
-        Ok(response("6")),
-    ])
-    .boxed();
+    let first = opened(vec![priming("1", 1000), progress("3", 1), response("6")]);
     let (script, log) = Script::new(vec![], || Answer::Frames(vec![]));
     let stream = resuming_sse_stream(
         Some(first),
@@ -433,12 +430,11 @@ async fn session_wide_counter_ids_are_not_gaps_until_the_server_vouches() {
 
 #[tokio::test(start_paused = true)]
 async fn a_response_that_arrives_after_a_gap_is_delivered() {
-    let first = futures::stream::iter(vec![
-        Ok(priming("0/2", 1000)),
-        Ok(progress("1/2", 1)),
-        Ok(response("5/2")),
-    ])
-    .boxed();
+    let first = opened(vec![
+        priming("0/2", 1000),
+        progress("1/2", 1),
+        response("5/2"),
+    ]);
     let (script, log) = Script::new(vec![], || Answer::Frames(vec![]));
     let stream = resuming_sse_stream(
         Some(first),
@@ -507,7 +503,7 @@ async fn a_rewind_is_reported_once_vouched_and_unproven_otherwise() {
 
 #[tokio::test(start_paused = true)]
 async fn a_standalone_rewind_is_a_reported_discontinuity() {
-    let first = futures::stream::iter(vec![Ok(list_changed("4")), Ok(list_changed("5"))]).boxed();
+    let first = opened(vec![list_changed("4"), list_changed("5")]);
     let (script, _) = Script::new(
         vec![Answer::Frames(vec![
             notice("5", Some("1"), true),
@@ -656,7 +652,7 @@ async fn event_store_poller_keeps_its_cursor_and_backs_off() {
 
 #[tokio::test(start_paused = true)]
 async fn polling_close_after_priming_is_progress_and_honours_retry() {
-    let first = futures::stream::iter(vec![Ok(priming("0/3", 500))]).boxed();
+    let first = opened(vec![priming("0/3", 500)]);
     let (script, log) = Script::new(
         vec![
             Answer::Frames(vec![priming("1/3", 500)]),
@@ -788,7 +784,7 @@ async fn answered_request_stream_is_read_to_its_end_without_resuming() {
     // The response arrives, then the server closes (or breaks) the stream:
     // the request is complete, so its end is the stream's end, and the
     // connection was read to EOF rather than dropped mid-body.
-    let first = futures::stream::iter(vec![Ok(priming("0/3", 500)), Ok(response("1/3"))]).boxed();
+    let first = opened(vec![priming("0/3", 500), response("1/3")]);
     let (script, log) = Script::new(vec![], || Answer::Frames(vec![]));
     let stream = resuming_sse_stream(
         Some(first),
@@ -804,7 +800,7 @@ async fn answered_request_stream_is_read_to_its_end_without_resuming() {
     assert!(log.cursors().is_empty(), "no resume: {:?}", log.cursors());
 
     // A request stream that closes before its response is still resumed.
-    let first = futures::stream::iter(vec![Ok(priming("0/4", 500))]).boxed();
+    let first = opened(vec![priming("0/4", 500)]);
     let (script, log) = Script::new(vec![Answer::Frames(vec![response("1/4")])], || {
         Answer::Frames(vec![])
     });
@@ -823,7 +819,7 @@ async fn answered_request_stream_is_read_to_its_end_without_resuming() {
     // One that closes before its response, with no server `retry` and a
     // policy that allows no reconnect, fails: a request stream never just
     // ends unanswered.
-    let first = futures::stream::iter(vec![Ok(message("0/5", ""))]).boxed();
+    let first = opened(vec![message("0/5", "")]);
     let (script, log) = Script::new(vec![], || Answer::Frames(vec![]));
     let stream = resuming_sse_stream(
         Some(first),
