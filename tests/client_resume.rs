@@ -7,6 +7,8 @@ use std::time::Duration;
 
 use rmcp::model::{CallToolRequestParams, ClientConfig};
 use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::common::client_side_sse::ResumeFailureKind;
+use rmcp::transport::streamable_http_client::resume_failure;
 use rmcp::{ServiceError, ServiceExt};
 use rmcp_resume_testkit::proxy::Proxy;
 use rmcp_resume_testkit::{Served, Side, TestServer};
@@ -83,9 +85,16 @@ async fn upstream_server_gives_a_clear_error_in_bounded_requests() -> anyhow::Re
     let outcome = cut_call(&proxy, &s).await?;
     let error = match outcome {
         Ok(text) => anyhow::bail!("a lost response cannot arrive, got {text:?}"),
-        Err(error) => error.to_string(),
+        Err(error) => error,
     };
-    assert!(error.contains("resumption failed"), "{error}");
+    // A typed failure the caller can match, not an internal error.
+    let failure = resume_failure(&error);
+    let kind = failure.as_ref().map(|f| f.kind);
+    assert_eq!(kind, Some(ResumeFailureKind::Exhausted), "{error}");
+    assert!(
+        failure.is_some_and(|f| f.cursor.is_some()),
+        "the failure names its cursor: {error}"
+    );
     assert!(proxy.resumes() <= 4, "{} resumes", proxy.resumes());
     Ok(())
 }

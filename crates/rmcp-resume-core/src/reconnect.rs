@@ -20,16 +20,19 @@
 mod config;
 mod connector;
 mod error;
+mod failure;
 mod machine;
 #[cfg(test)]
 mod tests;
 
 use futures::Stream;
 use sse_stream::Sse;
+use tracing::Instrument;
 
 pub use config::{Discontinuity, DiscontinuityObserver, IdRules, ResumeConfig};
 pub use connector::{Connector, ReconnectDisposition, RetryPolicy, SseFrames};
 pub use error::{Attempt, ResumeStreamError};
+pub use failure::{RESUME_FAILED_CODE, RESUME_FAILURE_KEY, ResumeFailure, ResumeFailureKind};
 
 use crate::resumption::StreamScope;
 
@@ -37,7 +40,8 @@ use crate::resumption::StreamScope;
 /// re-sent events are removed, and ids are checked.
 ///
 /// `first` is the stream already open (a POST response or the first GET),
-/// `cursor` the `Last-Event-ID` it starts from. Message frames and priming
+/// `cursor` the `Last-Event-ID` it starts from. The stream's log lines are
+/// emitted inside the span that is current when this is called. Message frames and priming
 /// frames (an id or a `retry` without data) pass through; other event types
 /// are dropped.
 pub fn resuming_frames<C: Connector, P: RetryPolicy + 'static>(
@@ -49,8 +53,15 @@ pub fn resuming_frames<C: Connector, P: RetryPolicy + 'static>(
     config: ResumeConfig,
 ) -> impl Stream<Item = Result<Sse, ResumeStreamError<C::Error>>> + Send + 'static {
     let machine = machine::Machine::new(first, cursor, connector, scope, policy, config);
-    futures::stream::unfold(machine, |mut machine| async move {
-        let item = machine.next().await?;
-        Some((item, machine))
+    // Log lines carry the caller's span (its session id, say) wherever the
+    // stream is polled from.
+    let span = tracing::Span::current();
+    futures::stream::unfold(machine, move |mut machine| {
+        let span = span.clone();
+        async move {
+            let item = machine.next().await?;
+            Some((item, machine))
+        }
+        .instrument(span)
     })
 }

@@ -66,6 +66,25 @@ pub enum IdRules {
 pub type DiscontinuityObserver = Arc<dyn Fn(&Discontinuity) + Send + Sync>;
 
 /// The client's resumption knobs.
+///
+/// # How attempts are bounded
+///
+/// Every reconnect is an attempt, and three limits apply at once; the first
+/// one reached ends the stream (a request fails with its cursor named; the
+/// standalone stream drops its cursor, reports a [`Discontinuity`], and
+/// starts afresh):
+///
+/// | Limit | Counts | Reset by |
+/// |---|---|---|
+/// | the retry policy's `max_times` | every attempt that brought no progress, whatever its cause; also gives the delays | progress |
+/// | [`max_failed_resumes`](Self::max_failed_resumes) | resumes the server answered without progress: an empty close, a silent resume, a refusal | progress, or a new cursor |
+/// | [`max_transport_failures`](Self::max_transport_failures) | failures in transit: a broken connection, a failed or timed-out `GET` | progress, or a new cursor |
+/// | [`resume_deadline`](Self::resume_deadline) (request streams) | time since the first failed attempt | progress |
+///
+/// Progress is a new event id, or the request's response; nothing else (a
+/// message without an id, a priming frame that repeats the cursor) resets
+/// a count. An acknowledged poll (the server's `mcp-replay` notice, then a
+/// close) is the server asking for time: it is counted by the policy alone.
 #[derive(Clone)]
 #[non_exhaustive]
 pub struct ResumeConfig {
@@ -81,9 +100,9 @@ pub struct ResumeConfig {
     /// connection, a `GET` that failed or timed out) before the same.
     /// Default 5. The retry policy's `max_times` bounds all attempts too.
     pub max_transport_failures: usize,
-    /// Treat a stream with no event for this long as stalled and resume it.
-    /// `None` (the default) never does; see [`IdleTimeout`] for the minimum.
-    pub idle_timeout: Option<Duration>,
+    /// Set only through [`with_idle_timeout`](Self::with_idle_timeout), which
+    /// validates it.
+    idle_timeout: Option<Duration>,
     /// Told about every standalone-stream discontinuity.
     pub on_discontinuity: Option<DiscontinuityObserver>,
     /// When ids are judged as rmcp's counters. Default: once vouched for.
@@ -96,6 +115,11 @@ pub struct ResumeConfig {
     /// server always sends a notice first; some servers attach a resume that
     /// comes too early to nothing. Default 10 s.
     pub silent_resume_timeout: Duration,
+    /// How long a request stream may go on failing to resume (from its
+    /// first failed attempt, until progress) before the request fails.
+    /// Default 2 min: the longest the other limits allow with the default
+    /// policy is about that.
+    pub resume_deadline: Duration,
 }
 
 impl Default for ResumeConfig {
@@ -109,6 +133,7 @@ impl Default for ResumeConfig {
             id_rules: IdRules::WhenVouched,
             connect_timeout: Self::DEFAULT_CONNECT_TIMEOUT,
             silent_resume_timeout: Self::DEFAULT_SILENT_RESUME_TIMEOUT,
+            resume_deadline: Self::DEFAULT_RESUME_DEADLINE,
         }
     }
 }
@@ -118,6 +143,26 @@ impl ResumeConfig {
     pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
     /// Default [`silent_resume_timeout`](Self::silent_resume_timeout).
     pub const DEFAULT_SILENT_RESUME_TIMEOUT: Duration = Duration::from_secs(10);
+    /// Default [`resume_deadline`](Self::resume_deadline).
+    pub const DEFAULT_RESUME_DEADLINE: Duration = Duration::from_secs(120);
+
+    /// A stream with no event for this long is treated as stalled and
+    /// resumed. `None` (the default) never does; see [`IdleTimeout`].
+    ///
+    /// Only events count: keep-alive comments are dropped by the SSE parser
+    /// before the client sees them, so the timeout must exceed the longest
+    /// silence between events the server may keep, not its keep-alive.
+    pub fn idle_timeout(&self) -> Option<Duration> {
+        self.idle_timeout
+    }
+
+    /// Sets [`resume_deadline`](Self::resume_deadline).
+    pub fn with_resume_deadline(self, resume_deadline: Duration) -> Self {
+        Self {
+            resume_deadline,
+            ..self
+        }
+    }
 
     /// Sets [`silent_resume_timeout`](Self::silent_resume_timeout).
     pub fn with_silent_resume_timeout(self, silent_resume_timeout: Duration) -> Self {
@@ -192,6 +237,7 @@ impl fmt::Debug for ResumeConfig {
             .field("id_rules", &self.id_rules)
             .field("connect_timeout", &self.connect_timeout)
             .field("silent_resume_timeout", &self.silent_resume_timeout)
+            .field("resume_deadline", &self.resume_deadline)
             .finish()
     }
 }

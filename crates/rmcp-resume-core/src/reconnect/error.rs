@@ -37,6 +37,9 @@ pub enum ResumeStreamError<E: std::error::Error + 'static> {
     /// The reconnect failed for good.
     #[error(transparent)]
     Fatal(E),
+    /// The stream broke the SSE syntax: resuming would replay the same bytes.
+    #[error("malformed SSE stream: {0}")]
+    Malformed(sse_stream::Error),
 }
 
 /// Why one attempt to read or resume a stream failed.
@@ -78,6 +81,10 @@ pub enum Attempt<E: std::error::Error + 'static> {
     /// The stream ended.
     #[error("the stream ended")]
     Ended,
+    /// A request stream went on failing to resume for longer than its
+    /// deadline.
+    #[error("no resume succeeded within {0:?}")]
+    Deadline(std::time::Duration),
     /// A request stream closed before its response, with no reconnect allowed.
     #[error("the stream ended before the response, and the retry policy allows no reconnect")]
     NoReconnect,
@@ -97,6 +104,7 @@ impl<E: std::error::Error + 'static> From<ResumeStreamError<E>> for Attempt<E> {
             }
             ResumeStreamError::Exhausted { last, .. } => *last,
             ResumeStreamError::SessionLost(e) | ResumeStreamError::Fatal(e) => Self::Connect(e),
+            ResumeStreamError::Malformed(e) => Self::Transport(e),
         }
     }
 }

@@ -18,6 +18,8 @@
 use std::mem;
 use std::time::Duration;
 
+use tokio::time::Instant;
+
 use futures::StreamExt;
 use http::StatusCode;
 use sse_stream::Sse;
@@ -94,6 +96,9 @@ pub(super) struct Machine<C: Connector, P: RetryPolicy> {
     transport_failures: usize,
     /// The server vouched for rmcp's counter rules (see [`IdRules`]).
     vouched: bool,
+    /// When the first attempt since the last progress failed: a request
+    /// stream's [`ResumeConfig::resume_deadline`] runs from here.
+    failing_since: Option<Instant>,
 }
 
 /// Probes a frame for a JSON-RPC response without building the message.
@@ -112,6 +117,12 @@ fn is_response(sse: &Sse) -> bool {
         .filter(|d| !d.is_empty())
         .and_then(|d| serde_json::from_str::<ResponseProbe>(d).ok())
         .is_some_and(|p| p.id.is_some() && p.method.is_none())
+}
+
+/// Whether a broken stream broke in the SSE syntax itself, not in transit:
+/// the same bytes would break it again, so resuming cannot help.
+fn is_malformed(error: &sse_stream::Error) -> bool {
+    !matches!(error, sse_stream::Error::Body(_))
 }
 
 async fn read(frames: &mut SseFrames, idle: Option<Duration>) -> Read {
@@ -146,6 +157,8 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
             None => State::Backoff(Duration::ZERO),
         };
         let vouched = config.id_rules == IdRules::Rmcp;
+        // A stream that starts by resuming is already failing to resume.
+        let failing_since = matches!(state, State::Backoff(_)).then(Instant::now);
         Self {
             connector,
             scope,
@@ -158,6 +171,7 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
             failures_with_cursor: 0,
             transport_failures: 0,
             vouched,
+            failing_since,
         }
     }
 
@@ -174,12 +188,13 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
 
     pub(super) async fn next(&mut self) -> Option<Item<C::Error>> {
         loop {
-            let idle = self.config.idle_timeout;
+            let idle = self.config.idle_timeout();
             // A resume that stays silent may be a server that attached it to
             // nothing (a shadow, or a stream still owned by the cut
             // connection); it is retried after a while, not waited on forever.
             let silence = self.config.silent_resume_timeout;
             let silent = matches!(self.state, State::Verifying { heard: false, .. });
+            let silence = self.remaining().map_or(silence, |left| left.min(silence));
             let wait = match (idle, silent) {
                 (Some(idle), true) => Some(idle.min(silence)),
                 (None, true) => Some(silence),
@@ -235,13 +250,19 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
                 },
                 Read::Idle if silent => {
                     tracing::debug!(cursor = ?self.cursor, ?silence, "resume stayed silent; trying again");
-                    if let Some(end) = self.schedule(Attempt::Silent(silence)) {
+                    if let Some(end) = self.resume_brought_nothing(Attempt::Silent(silence)) {
                         return Some(Err(end));
                     }
                 }
                 Read::Idle => {
                     tracing::debug!(cursor = ?self.cursor, ?idle, "SSE stream idle; resuming it");
                     self.state = State::Backoff(Duration::ZERO);
+                }
+                Read::Broke(error) if is_malformed(&error) => {
+                    tracing::debug!(%error, cursor = ?self.cursor, "SSE stream malformed");
+                    if let Some(end) = self.resume_failed(ResumeStreamError::Malformed(error)) {
+                        return Some(Err(end));
+                    }
                 }
                 Read::Broke(error) => {
                     tracing::debug!(%error, cursor = ?self.cursor, "SSE stream broke");
@@ -260,11 +281,15 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
 
     /// Waits, then reconnects. `Some` ends the stream.
     async fn connect(&mut self, delay: Duration) -> Option<ResumeStreamError<C::Error>> {
+        if let Some(end) = self.past_deadline(delay) {
+            return Some(end);
+        }
         if !delay.is_zero() {
             tokio::time::sleep(delay).await;
         }
         let cursor = self.cursor.clone();
         let limit = self.config.connect_timeout;
+        let limit = self.remaining().map_or(limit, |left| left.min(limit));
         let connecting = self.connector.connect(cursor.as_deref());
         let Ok(connected) = tokio::time::timeout(limit, connecting).await else {
             tracing::debug!(?cursor, ?limit, "reconnect did not answer in time");
@@ -470,6 +495,53 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
         self.failures = 0;
         self.failures_with_cursor = 0;
         self.transport_failures = 0;
+        self.failing_since = None;
+    }
+
+    /// A request stream that has failed to resume for longer than
+    /// [`ResumeConfig::resume_deadline`] (counting the coming `delay`)
+    /// fails now rather than after it.
+    fn past_deadline(&mut self, delay: Duration) -> Option<ResumeStreamError<C::Error>> {
+        if self.remaining()? > delay {
+            return None;
+        }
+        let deadline = self.config.resume_deadline;
+        self.state = State::Done;
+        Some(ResumeStreamError::Exhausted {
+            attempts: self.failures,
+            cursor: self.cursor.clone(),
+            last: Box::new(Attempt::Deadline(deadline)),
+        })
+    }
+
+    /// What is left of a failing request stream's resume deadline.
+    fn remaining(&self) -> Option<Duration> {
+        if self.scope != StreamScope::Request {
+            return None;
+        }
+        let end = self.failing_since? + self.config.resume_deadline;
+        Some(end.saturating_duration_since(Instant::now()))
+    }
+
+    /// A resume the server answered (or accepted and left silent) without
+    /// anything new: counted toward `max_failed_resumes`.
+    fn resume_brought_nothing(
+        &mut self,
+        last: Attempt<C::Error>,
+    ) -> Option<ResumeStreamError<C::Error>> {
+        self.failures_with_cursor += 1;
+        if self.failures_with_cursor >= self.config.max_failed_resumes.max(1) {
+            let error = match last {
+                Attempt::Resumption(error) => ResumeStreamError::Resumption(error),
+                last => ResumeStreamError::Exhausted {
+                    attempts: self.failures_with_cursor,
+                    cursor: self.cursor.clone(),
+                    last: Box::new(last),
+                },
+            };
+            return self.resume_failed(error);
+        }
+        self.schedule(last)
     }
 
     /// The server ended the stream cleanly.
@@ -481,11 +553,7 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
                 // An acknowledged poll with nothing new: wait, keep the cursor.
                 Verdict::Delayed => self.schedule(Attempt::NothingNew),
                 Verdict::ResumptionFailed(error @ ResumptionError::EmptyStream { .. }) => {
-                    self.failures_with_cursor += 1;
-                    if self.failures_with_cursor >= self.config.max_failed_resumes.max(1) {
-                        return self.resume_failed(ResumeStreamError::Resumption(error));
-                    }
-                    self.schedule(Attempt::Resumption(error))
+                    self.resume_brought_nothing(Attempt::Resumption(error))
                 }
                 Verdict::ResumptionFailed(error) => {
                     self.resume_failed(ResumeStreamError::Resumption(error))
@@ -531,6 +599,9 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
 
     /// Counts a failed attempt and schedules the next, or gives up.
     fn schedule(&mut self, last: Attempt<C::Error>) -> Option<ResumeStreamError<C::Error>> {
+        if !matches!(last, Attempt::NothingNew) {
+            self.failing_since.get_or_insert_with(Instant::now);
+        }
         match self.policy.retry(self.failures) {
             Some(delay) => {
                 self.failures += 1;
@@ -556,6 +627,7 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
     /// `max_transport_failures`.
     fn attempt_failed(&mut self, last: Attempt<C::Error>) -> Option<ResumeStreamError<C::Error>> {
         self.state = State::Done;
+        self.failing_since.get_or_insert_with(Instant::now);
         let last = match self.unresumable(last) {
             Ok(end) => return Some(end),
             Err(last) => last,

@@ -11,7 +11,7 @@ use sse_stream::Sse;
 use tokio::time::Instant;
 
 use super::*;
-use crate::resumption::{ContinuityError, ResumptionError, StreamScope};
+use crate::resumption::{ContinuityError, IdleTimeout, ResumptionError, StreamScope};
 
 #[derive(Debug, thiserror::Error)]
 #[error("HTTP {0}")]
@@ -305,10 +305,7 @@ async fn empty_200_server_grows_delays_and_is_bounded() {
 #[tokio::test(start_paused = true)]
 async fn max_times_is_honoured_when_it_is_smaller() {
     let (script, log) = Script::new(vec![], || Answer::Frames(vec![]));
-    let config = ResumeConfig {
-        max_failed_resumes: 100,
-        ..ResumeConfig::default()
-    };
+    let config = ResumeConfig::default().with_max_failed_resumes(100);
     let stream = resuming_sse_stream(
         None,
         cut_after("0"),
@@ -594,10 +591,12 @@ async fn stalled_stream_is_resumed_with_its_cursor_after_the_idle_timeout() {
         ],
         || Answer::Frames(vec![]),
     );
-    let config = ResumeConfig {
-        idle_timeout: Some(Duration::from_secs(31)),
-        ..ResumeConfig::default()
-    };
+    let idle = IdleTimeout::new(
+        Duration::from_secs(31),
+        Some(Duration::from_secs(15)),
+        Duration::from_secs(15),
+    );
+    let config = ResumeConfig::default().with_idle_timeout(idle.expect("31 s > 15 s + 15 s"));
     let stream = resuming_sse_stream(
         None,
         None,
@@ -1003,4 +1002,142 @@ async fn an_acknowledged_resume_may_stay_quiet() {
     let waited = tokio::time::timeout(Duration::from_secs(600), drain(stream)).await;
     assert!(waited.is_err(), "still waiting, as it should: {waited:?}");
     assert_eq!(log.entries().len(), 1, "no reconnect");
+}
+
+#[tokio::test(start_paused = true)]
+async fn resumes_that_stay_silent_are_counted_and_end() {
+    // A server that attaches every resume to nothing (a shadow that never
+    // gets events): each attempt waits out the silence, and the third fails
+    // the request instead of trying forever.
+    let (script, log) = Script::new(vec![], || Answer::Stall(vec![]));
+    let config = ResumeConfig::default().with_silent_resume_timeout(Duration::from_secs(2));
+    let stream = resuming_sse_stream(
+        None,
+        cut_after("3/1"),
+        script,
+        StreamScope::Request,
+        fixed(None, 10),
+        config,
+    );
+    let (_, error) = tokio::time::timeout(Duration::from_secs(600), drain(stream))
+        .await
+        .unwrap_or_else(|_| panic!("still resuming a silent server after 600 s"));
+    match error {
+        Some(ResumeStreamError::Exhausted {
+            attempts: 3, last, ..
+        }) => assert!(matches!(*last, Attempt::Silent(_)), "{last:?}"),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(log.cursors(), vec![cut_after("3/1"); 3]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_malformed_stream_fails_the_request_without_resuming() {
+    // A frame that breaks the SSE syntax would break every replay the same
+    // way: the request fails at once.
+    let (script, log) = Script::new(vec![], || Answer::Frames(vec![response("9/1")]));
+    let first =
+        futures::stream::iter([Ok(priming("0/1", 10)), Err(sse_stream::Error::InvalidLine)])
+            .boxed();
+    let stream = resuming_sse_stream(
+        Some(first),
+        None,
+        script,
+        StreamScope::Request,
+        fixed(None, 10),
+        ResumeConfig::default(),
+    );
+    let (messages, error) = drain(stream).await;
+    assert!(messages.is_empty(), "{messages:?}");
+    assert!(
+        matches!(error, Some(ResumeStreamError::Malformed(_))),
+        "{error:?}"
+    );
+    assert!(log.entries().is_empty(), "no resume: {:?}", log.entries());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_request_stream_fails_at_its_resume_deadline() {
+    // Every reconnect hangs to its timeout, and the counts alone would allow
+    // a hundred of them: the deadline ends the request first.
+    let (script, log) = Script::new(vec![], || Answer::Hang);
+    let config = ResumeConfig::default()
+        .with_connect_timeout(Duration::from_secs(30))
+        .with_max_transport_failures(100)
+        .with_resume_deadline(Duration::from_secs(100));
+    let stream = resuming_sse_stream(
+        None,
+        cut_after("3/1"),
+        script,
+        StreamScope::Request,
+        fixed(None, 10),
+        config,
+    );
+    let started = Instant::now();
+    let (_, error) = tokio::time::timeout(Duration::from_secs(3_600), drain(stream))
+        .await
+        .unwrap_or_else(|_| panic!("still resuming after an hour"));
+    match error {
+        Some(ResumeStreamError::Exhausted { last, .. }) => {
+            assert!(matches!(*last, Attempt::Deadline(_)), "{last:?}");
+        }
+        other => panic!("{other:?}"),
+    }
+    // The stream starts by resuming, which starts the clock: attempts at
+    // 0 s, 30 s, 60 s and 90 s (plus 10 ms backoffs), the last one cut
+    // short by the deadline, which ends the request at 100 s.
+    assert_eq!(log.entries().len(), 4);
+    assert_eq!(started.elapsed(), Duration::from_secs(100));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_failed_request_names_its_failure_in_data_that_reads_back() {
+    let (script, _log) = Script::new(vec![Answer::Status(400)], || Answer::Frames(vec![]));
+    let stream = resuming_sse_stream(
+        None,
+        cut_after("7/2"),
+        script,
+        StreamScope::Request,
+        fixed(None, 10),
+        ResumeConfig::default(),
+    );
+    let (_, error) = drain(stream).await;
+    let error = error.unwrap_or_else(|| panic!("the refusal should fail the request"));
+    let failure = ResumeFailure::of(&error);
+    assert_eq!(failure.kind, ResumeFailureKind::Refused);
+    assert_eq!(failure.cursor.as_deref(), Some("7/2"));
+    let data = failure.to_data();
+    assert_eq!(data["resumeFailure"]["kind"], "refused");
+    assert_eq!(
+        ResumeFailure::from_error(RESUME_FAILED_CODE, Some(&data)),
+        Some(failure)
+    );
+    // Any other code, or data without the key, is someone else's error.
+    assert_eq!(ResumeFailure::from_error(-32603, Some(&data)), None);
+    assert_eq!(
+        ResumeFailure::from_error(RESUME_FAILED_CODE, Some(&serde_json::json!({}))),
+        None
+    );
+}
+
+#[test]
+fn a_lost_range_travels_as_event_ids() {
+    let error = ResumeStreamError::<Status>::Continuity(ContinuityError::Gap {
+        after: crate::resumption::EventCursor::parse("1/3").expect("an rmcp id"),
+        got: crate::resumption::EventCursor::parse("5/3").expect("an rmcp id"),
+        lost: crate::resumption::LostRange::between(
+            crate::resumption::RmcpEventId::on_request_stream(1, 3),
+            5,
+        )
+        .expect("2..=4"),
+    });
+    let failure = ResumeFailure::of(&error);
+    assert_eq!(failure.kind, ResumeFailureKind::Lost);
+    let data = failure.to_data();
+    assert_eq!(data["resumeFailure"]["lost"]["first"], "2/3");
+    assert_eq!(data["resumeFailure"]["lost"]["last"], "4/3");
+    assert_eq!(
+        ResumeFailure::from_error(RESUME_FAILED_CODE, Some(&data)),
+        Some(failure)
+    );
 }

@@ -62,7 +62,7 @@ pub enum CursorParseError {
 
 /// An event id in rmcp's own scheme: `N` on the standalone stream, `N/M` on
 /// request stream `M`. `N` counts events on its stream, so the successor of
-/// `N/M` is `N+1/M`.
+/// `N/M` is `N+1/M`. Serialized as that text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct RmcpEventId {
     /// Position of the event on its stream.
@@ -153,6 +153,19 @@ fn check_envelope(s: &str) -> Result<(), CursorParseError> {
         return Err(CursorParseError::ControlCharacter { at });
     }
     Ok(())
+}
+
+impl serde::Serialize for RmcpEventId {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for RmcpEventId {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = <std::borrow::Cow<'de, str>>::deserialize(deserializer)?;
+        text.parse().map_err(serde::de::Error::custom)
+    }
 }
 
 impl FromStr for RmcpEventId {
@@ -283,7 +296,7 @@ impl From<RmcpEventId> for EventCursor {
 }
 
 /// A run of consecutive events on one stream that can no longer be delivered.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct LostRange {
     /// First lost event.
     pub first: RmcpEventId,

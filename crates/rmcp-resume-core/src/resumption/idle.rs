@@ -27,8 +27,8 @@ pub enum IdleTimeoutError {
     },
 }
 
-/// An idle timeout proven long enough: a stream may be judged stalled only
-/// after this much time without a byte, keep-alives included.
+/// An idle timeout proven long enough for the server's keep-alive: a stream
+/// may be judged stalled only after this much time without an event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub struct IdleTimeout(Duration);
 

@@ -14,11 +14,12 @@ use super::cursor::{EventCursor, LostRange, RmcpEventId};
 pub enum UnprovenPolicy {
     /// Treat missing proof as failure. Right for servers that declare floors,
     /// and for callers that must never act on a partial result.
-    #[default]
     Strict,
     /// Accept what cannot be checked. Right for peers whose id scheme is
     /// opaque and who never acknowledge (most other SDKs); the verdict still
-    /// says the continuity was [`Proof::Assumed`].
+    /// says the continuity was [`Proof::Assumed`]. The default, as in the
+    /// client's `ResumeConfig`: upstream accepts every such resume.
+    #[default]
     Lenient,
 }
 

@@ -34,6 +34,6 @@ mod guard;
 mod transport;
 mod worker;
 
-pub use guard::ResumeGuard;
+pub use guard::{ResumeGuard, resume_failure};
 pub use transport::StreamableHttpClientTransport;
 pub use worker::StreamableHttpClientWorker;

@@ -11,7 +11,8 @@ mod resume;
 
 pub use resume::{resuming_sse_frames, resuming_sse_stream};
 pub use rmcp_resume_core::reconnect::{
-    Attempt, Connector as SseReconnect, Discontinuity, DiscontinuityObserver, ReconnectDisposition,
-    ResumeConfig, ResumeStreamError,
+    Attempt, Connector as SseReconnect, Discontinuity, DiscontinuityObserver, IdRules,
+    RESUME_FAILED_CODE, ReconnectDisposition, ResumeConfig, ResumeFailure, ResumeFailureKind,
+    ResumeStreamError,
 };
 pub use rmcp_resume_core::resumption::StreamScope;

@@ -19,8 +19,23 @@ use crate::transport::common::client_side_sse::{
     Discontinuity, ReconnectDisposition, ResumeConfig, ResumeStreamError, SseReconnect,
     SseRetryPolicy, StreamScope, resuming_sse_frames,
 };
+use crate::transport::common::client_side_sse::{RESUME_FAILED_CODE, ResumeFailure};
 use crate::transport::common::http_header::HEADER_MCP_PROTOCOL_VERSION;
-use crate::transport::resumption::EventCursor;
+
+/// Why a request failed because its stream could not be resumed, or `None`
+/// when `error` is anything else.
+///
+/// Such a request ends with [`ServiceError::McpError`](crate::ServiceError::McpError)
+/// whose code is [`RESUME_FAILED_CODE`]; this reads the [`ResumeFailure`] back
+/// out of its `data`.
+pub fn resume_failure(error: &crate::ServiceError) -> Option<ResumeFailure> {
+    match error {
+        crate::ServiceError::McpError(data) => {
+            ResumeFailure::from_error(data.code.0, data.data.as_ref())
+        }
+        _ => None,
+    }
+}
 
 /// A [`StreamableHttpClient`] that owns the reconnect decisions of every SSE
 /// stream the wrapped client opens.
@@ -78,12 +93,17 @@ impl<C: StreamableHttpClient> ResumeGuard<C> {
     }
 }
 
-/// The frame that fails `request` with `reason`: the request ends with a
-/// JSON-RPC error instead of waiting for a response that will not come.
-fn failure_frame(request: &RequestId, reason: &str) -> Sse {
-    let error = crate::model::ErrorData::internal_error(
-        format!("streamable HTTP resumption failed: {reason}"),
-        None,
+/// The frame that fails `request` with `error`: the request ends with a
+/// JSON-RPC error ([`RESUME_FAILED_CODE`], a [`ResumeFailure`] in its `data`)
+/// instead of waiting for a response that will not come.
+fn failure_frame<E: std::error::Error + 'static>(
+    request: &RequestId,
+    error: &ResumeStreamError<E>,
+) -> Sse {
+    let error = crate::model::ErrorData::new(
+        crate::model::ErrorCode(RESUME_FAILED_CODE),
+        format!("streamable HTTP resumption failed: {error}"),
+        Some(ResumeFailure::of(error).to_data()),
     );
     let body = serde_json::json!({ "jsonrpc": "2.0", "id": request, "error": error });
     Sse {
@@ -113,7 +133,7 @@ fn guard_request_stream<C: StreamableHttpClient>(
                 Ok(sse) => Some((Ok(sse), Some(frames))),
                 Err(error) => {
                     tracing::debug!(%error, %request, "request stream could not be resumed");
-                    Some((Ok(failure_frame(&request, &error.to_string())), None))
+                    Some((Ok(failure_frame(&request, &error)), None))
                 }
             }
         }
@@ -121,29 +141,17 @@ fn guard_request_stream<C: StreamableHttpClient>(
     .boxed()
 }
 
-impl<C: StreamableHttpClient> ResumeGuard<C> {
-    fn guard_post(
-        &self,
-        response: StreamableHttpPostResponse,
-        request: Option<RequestId>,
-        connector: GetConnector<C>,
-    ) -> StreamableHttpPostResponse {
-        // Only a request's stream carries a response to protect.
-        let Some(request) = request else {
-            return response;
-        };
-        let StreamableHttpPostResponse::Sse(stream, session) = response else {
-            return response;
-        };
-        let frames = resuming_sse_frames(
-            Some(stream),
-            None,
-            connector,
-            StreamScope::Request,
-            self.retry.clone(),
-            self.resume.clone(),
-        );
-        StreamableHttpPostResponse::Sse(guard_request_stream::<C>(frames, request), session)
+/// The span a stream's log lines carry: WARN, so that its fields are there
+/// whenever a warning is.
+fn stream_span(
+    session: Option<&Arc<str>>,
+    stream: StreamScope,
+    request: Option<&RequestId>,
+) -> tracing::Span {
+    let session_id = session.map(|s| s.as_ref()).unwrap_or("-");
+    match request {
+        Some(request) => tracing::warn_span!("sse_stream", session_id, ?stream, %request),
+        None => tracing::warn_span!("sse_stream", session_id, ?stream),
     }
 }
 
@@ -232,13 +240,29 @@ impl<C: StreamableHttpClient> StreamableHttpClient for ResumeGuard<C> {
         );
         async move {
             let response = posting.await?;
-            // Resumes use the session the server named in its answer, if any.
-            let session = match &response {
-                StreamableHttpPostResponse::Sse(_, Some(named)) => Some(Arc::from(named.as_str())),
-                _ => sid,
+            // Only a request's stream carries a response to protect.
+            let (request, stream, named) = match (request, response) {
+                (Some(request), StreamableHttpPostResponse::Sse(stream, named)) => {
+                    (request, stream, named)
+                }
+                (_, response) => return Ok(response),
             };
+            // Resumes use the session the server named in its answer, if any.
+            let session = named.as_deref().map(Arc::from).or(sid);
+            let span = stream_span(session.as_ref(), StreamScope::Request, Some(&request));
             let connector = this.connector(endpoint, session, bearer, headers, event_limit);
-            Ok(this.guard_post(response, request, connector))
+            let frames = span.in_scope(|| {
+                resuming_sse_frames(
+                    Some(stream),
+                    None,
+                    connector,
+                    StreamScope::Request,
+                    this.retry.clone(),
+                    this.resume.clone(),
+                )
+            });
+            let guarded = guard_request_stream::<C>(frames, request);
+            Ok(StreamableHttpPostResponse::Sse(guarded, named))
         }
     }
 
@@ -293,13 +317,11 @@ impl<C: StreamableHttpClient> StreamableHttpClient for ResumeGuard<C> {
                 // the listener instead of starting another round.
                 return Err(StreamableHttpError::ServerDoesNotSupportSse);
             }
-            // Upstream reconnects request streams through here too; their
-            // ids (`N/M`) say so.
-            let scope = cursor
-                .as_deref()
-                .and_then(|id| EventCursor::parse(id).ok())
-                .and_then(|id| id.as_rmcp())
-                .map_or(StreamScope::Standalone, |id| id.stream_id().scope());
+            // Upstream's worker opens only the standalone stream here: every
+            // request stream is the guard's from its POST to its response or
+            // failure, so the worker never has one to reconnect.
+            let scope = StreamScope::Standalone;
+            let span = stream_span(sid.as_ref(), scope, None);
             let connector = this.connector(endpoint, sid.clone(), bearer, headers, event_limit);
             let first = match opening.await {
                 Ok(first) => Some(first),
@@ -312,28 +334,27 @@ impl<C: StreamableHttpClient> StreamableHttpClient for ResumeGuard<C> {
                 }
                 Err(error) => return Err(error),
             };
-            let frames = resuming_sse_frames(
-                first,
-                cursor,
-                connector,
-                scope,
-                this.retry.clone(),
-                this.resume.clone(),
-            );
+            let frames = span.in_scope(|| {
+                resuming_sse_frames(
+                    first,
+                    cursor,
+                    connector,
+                    scope,
+                    this.retry.clone(),
+                    this.resume.clone(),
+                )
+            });
             let gave_up = this.gave_up.clone();
             let on_discontinuity = this.resume.on_discontinuity.clone();
             let frames = frames.filter_map(move |frame| {
                 let outcome = match frame {
                     Ok(sse) => Some(Ok(sse)),
                     Err(error) => {
-                        if scope == StreamScope::Standalone {
-                            // Once per stream, and the application is told.
-                            tracing::warn!(session_id = ?sid, %error, "standalone SSE stream given up; no further server notifications");
-                            if let Some(observer) = &on_discontinuity {
-                                observer(&Discontinuity::given_up(error.to_string()));
-                            }
-                        } else {
-                            tracing::debug!(%error, "SSE stream stopped resuming");
+                        // Once per stream, and the application is told.
+                        let _span = span.enter();
+                        tracing::warn!(%error, "standalone SSE stream given up; no further server notifications");
+                        if let Some(observer) = &on_discontinuity {
+                            observer(&Discontinuity::given_up(error.to_string()));
                         }
                         if let Ok(mut slot) = gave_up.lock() {
                             *slot = sid.clone();

@@ -3,8 +3,11 @@
 
 use std::sync::Arc;
 
+use tokio_util::sync::CancellationToken;
+
 use super::{
-    ResumeGuard, StreamableHttpClient, StreamableHttpClientTransportConfig, StreamableHttpError,
+    ResumeGuard, StreamableHttpClient, StreamableHttpClientTransportConfig,
+    StreamableHttpClientWorker, StreamableHttpError,
 };
 use crate::transport::common::client_side_sse::ResumeConfig;
 use crate::transport::{Transport, WorkerTransport};
@@ -37,15 +40,41 @@ impl<C: StreamableHttpClient> StreamableHttpClientTransport<C> {
         config: StreamableHttpClientTransportConfig,
         resume: ResumeConfig,
     ) -> Self {
+        Self::spawn_parts(client, config, resume, CancellationToken::new())
+    }
+
+    /// Runs `worker`. Upstream's spelling, where this type is an alias of
+    /// `WorkerTransport<StreamableHttpClientWorker<C>>`.
+    pub fn spawn(worker: StreamableHttpClientWorker<C>) -> Self {
+        Self::spawn_with_ct(worker, CancellationToken::new())
+    }
+
+    /// Runs `worker` until `ct` is cancelled. Upstream's spelling, as
+    /// [`spawn`](Self::spawn).
+    pub fn spawn_with_ct(worker: StreamableHttpClientWorker<C>, ct: CancellationToken) -> Self {
+        let StreamableHttpClientWorker {
+            client,
+            config,
+            resume,
+        } = worker;
+        Self::spawn_parts(client, config, resume, ct)
+    }
+
+    fn spawn_parts(
+        client: C,
+        config: StreamableHttpClientTransportConfig,
+        resume: ResumeConfig,
+        ct: CancellationToken,
+    ) -> Self {
         let guard = ResumeGuard::new(client, config.retry_config.clone(), resume);
         let worker = UpstreamWorker::new(guard, config);
         Self {
-            inner: WorkerTransport::spawn(worker),
+            inner: WorkerTransport::spawn_with_ct(worker, ct),
         }
     }
 
     /// Cancels the transport's worker when cancelled.
-    pub fn cancel_token(&self) -> tokio_util::sync::CancellationToken {
+    pub fn cancel_token(&self) -> CancellationToken {
         self.inner.cancel_token()
     }
 }

@@ -10,6 +10,7 @@ use super::{
     StreamableHttpError,
 };
 use crate::RoleClient;
+use crate::model::ClientJsonRpcMessage;
 use crate::transport::Transport;
 use crate::transport::common::client_side_sse::ResumeConfig;
 use crate::transport::worker::{
@@ -55,9 +56,21 @@ impl<C: StreamableHttpClient> StreamableHttpClientWorker<C> {
     }
 }
 
+type Upstream<C> = upstream::transport::streamable_http_client::StreamableHttpClientWorker<C>;
+
 impl<C: StreamableHttpClient> Worker for StreamableHttpClientWorker<C> {
     type Error = StreamableHttpError<C::Error>;
     type Role = RoleClient;
+
+    // The relay hands every message to a transport whose worker is
+    // upstream's, so it sorts messages into queues by upstream's rules.
+    fn is_control_message(message: &ClientJsonRpcMessage) -> bool {
+        <Upstream<C> as Worker>::is_control_message(message)
+    }
+
+    fn supports_request_cancellation() -> bool {
+        <Upstream<C> as Worker>::supports_request_cancellation()
+    }
 
     fn err_closed() -> Self::Error {
         StreamableHttpError::TransportChannelClosed
@@ -87,12 +100,16 @@ impl<C: StreamableHttpClient> Worker for StreamableHttpClientWorker<C> {
         let ct = context.cancellation_token.clone();
         loop {
             tokio::select! {
-                request = context.recv_from_handler() => {
-                    let WorkerSendRequest { message, responder, .. } = request?;
-                    let send = transport.send(message);
-                    sending.push(async move {
-                        let _ = responder.send(send.await);
-                    });
+                // Control messages (responses, cancellations) first, as in
+                // upstream's worker: they must not wait behind requests.
+                biased;
+                request = context.control_from_handler_rx.recv() => {
+                    let request = request.ok_or(WorkerQuitReason::HandlerTerminated)?;
+                    relay(&mut transport, &mut sending, request);
+                }
+                request = context.from_handler_rx.recv() => {
+                    let request = request.ok_or(WorkerQuitReason::HandlerTerminated)?;
+                    relay(&mut transport, &mut sending, request);
                 }
                 Some(()) = sending.next(), if !sending.is_empty() => {}
                 received = transport.receive() => match received {
@@ -106,4 +123,27 @@ impl<C: StreamableHttpClient> Worker for StreamableHttpClientWorker<C> {
             }
         }
     }
+}
+
+/// Hands one message to the transport; a request cancelled before it got
+/// here is answered without being sent, as upstream's worker does.
+fn relay<C: StreamableHttpClient>(
+    transport: &mut StreamableHttpClientTransport<C>,
+    sending: &mut futures::stream::FuturesUnordered<futures::future::BoxFuture<'static, ()>>,
+    request: WorkerSendRequest<StreamableHttpClientWorker<C>>,
+) {
+    if request
+        .cancellation_token()
+        .is_some_and(|token| token.is_cancelled())
+    {
+        let _ = request.responder.send(Ok(()));
+        return;
+    }
+    let WorkerSendRequest {
+        message, responder, ..
+    } = request;
+    let send = transport.send(message);
+    sending.push(Box::pin(async move {
+        let _ = responder.send(send.await);
+    }));
 }
