@@ -87,10 +87,11 @@ async fn every_upstream_constructor_reaches_the_server() -> anyhow::Result<()> {
         assert_eq!(text, "rmcp-resume 0.1.0 over rmcp 3.11.0", "{name}");
         client.cancel().await?;
     }
-    let client = ClientConfig::default()
-        .serve(worker_transport(url))
-        .await?;
-    assert_eq!(build_info(&client).await?, "rmcp-resume 0.1.0 over rmcp 3.11.0");
+    let client = ClientConfig::default().serve(worker_transport(url)).await?;
+    assert_eq!(
+        build_info(&client).await?,
+        "rmcp-resume 0.1.0 over rmcp 3.11.0"
+    );
     client.cancel().await?;
     Ok(())
 }
@@ -112,9 +113,8 @@ async fn the_token_given_to_spawn_with_ct_stops_the_transport() -> anyhow::Resul
 #[test]
 fn the_worker_sorts_messages_into_queues_as_upstream_does() {
     type Fork = StreamableHttpClientWorker<reqwest::Client>;
-    type Upstream = upstream::transport::streamable_http_client::StreamableHttpClientWorker<
-        reqwest::Client,
-    >;
+    type Upstream =
+        upstream::transport::streamable_http_client::StreamableHttpClientWorker<reqwest::Client>;
     let messages: [ClientJsonRpcMessage; 4] = [
         serde_json::from_value(serde_json::json!({"jsonrpc": "2.0", "id": 1, "result": {}})),
         serde_json::from_value(serde_json::json!({

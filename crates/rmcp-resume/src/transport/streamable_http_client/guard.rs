@@ -300,6 +300,10 @@ impl<C: StreamableHttpClient> StreamableHttpClient for ResumeGuard<C> {
         let this = self.clone();
         let gave_up = self.gave_up.lock().map(|g| g.clone()).unwrap_or_default();
         let refused = gave_up.is_some() && gave_up == sid;
+        // Revisions from 2026-07-28 have no resumption and no standalone
+        // stream; what upstream's worker asks for then is its own affair,
+        // as with their POSTs.
+        let guarded = speaks_resumable_revision(&headers);
         // The first connection's errors are upstream's to classify (401, 403
         // and 405 keep their meaning); reconnects after it are ours.
         let opening = self.inner.get_stream_with_max_sse_event_size(
@@ -311,15 +315,18 @@ impl<C: StreamableHttpClient> StreamableHttpClient for ResumeGuard<C> {
             event_limit,
         );
         async move {
+            if !guarded {
+                return opening.await;
+            }
             if refused {
                 // This session's standalone stream already exhausted the
                 // retry policy; answer as a server without SSE, which ends
                 // the listener instead of starting another round.
                 return Err(StreamableHttpError::ServerDoesNotSupportSse);
             }
-            // Upstream's worker opens only the standalone stream here: every
-            // request stream is the guard's from its POST to its response or
-            // failure, so the worker never has one to reconnect.
+            // Under a resumable revision every request stream is the
+            // guard's, from its POST to its response or failure, so the
+            // worker has none to reconnect: this is the standalone stream.
             let scope = StreamScope::Standalone;
             let span = stream_span(sid.as_ref(), scope, None);
             let connector = this.connector(endpoint, sid.clone(), bearer, headers, event_limit);
