@@ -174,3 +174,52 @@ async fn a_first_standalone_get_lost_in_transit_is_retried() -> anyhow::Result<(
     client.cancel().await?;
     Ok(())
 }
+
+#[tokio::test]
+async fn an_idle_timeout_shorter_than_the_tool_does_not_fail_the_call() -> anyhow::Result<()> {
+    // The client sees events, not the server's keep-alive comments, so a
+    // slow tool's quiet stream looks idle: each idle timeout resumes it.
+    // On the fork's server a resume of a connected stream takes it over, so
+    // the call still gets its response, however many times that happens.
+    use rmcp::transport::common::client_side_sse::ResumeConfig;
+    use rmcp::transport::resumption::IdleTimeout;
+    use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+
+    let keep_alive = Duration::from_millis(100);
+    let served = TestServer::new(Side::Fork)
+        .retry(Some(Duration::from_millis(100)))
+        .keep_alive(Some(keep_alive))
+        .serve()
+        .await?;
+    let proxy = Proxy::start(served.addr, "notifications/progress", served.ct.clone()).await?;
+    let idle = IdleTimeout::new(Duration::from_millis(400), Some(keep_alive), keep_alive)?;
+    let transport = StreamableHttpClientTransport::with_resume_config(
+        reqwest::Client::new(),
+        StreamableHttpClientTransportConfig::with_uri(format!("http://{}/mcp", proxy.addr)),
+        ResumeConfig::default().with_idle_timeout(idle),
+    );
+    let client = ClientConfig::default().serve(transport).await?;
+    let peer = client.peer().clone();
+    let call = peer.call_tool(work_call());
+    let mut call = std::pin::pin!(call);
+    // Both streams go quiet while the tool waits at its gate: at least two
+    // rounds of idle resumes, then the answer.
+    while proxy.resumes() < 4 {
+        tokio::select! {
+            _ = proxy.resume_seen() => {}
+            early = &mut call => anyhow::bail!("call ended while the tool waited: {early:?}"),
+        }
+    }
+    served.gate.notify_one();
+    let result = tokio::time::timeout(LIMIT, call).await??;
+    let text = result
+        .content
+        .first()
+        .and_then(|c| c.as_text())
+        .map(|t| t.text.clone());
+    assert_eq!(text.as_deref(), Some("finished 2 steps"));
+    let stats = served.resume_stats();
+    assert!(stats.is_some_and(|s| s.rejected == 0), "{stats:?}");
+    client.cancel().await?;
+    Ok(())
+}
