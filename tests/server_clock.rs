@@ -249,3 +249,151 @@ async fn a_session_whose_worker_stopped_is_404_everywhere() {
         .await;
     assert_eq!(delete.status(), 404);
 }
+
+/// The notice a resume opens with, and the ids of the events after it.
+async fn resume_from(service: &Service, session: &str, cursor: &str) -> (Value, Vec<String>) {
+    let mut get = request(http::Method::GET, Some(session), None);
+    get.headers_mut().insert(
+        "last-event-id",
+        cursor.parse().unwrap_or_else(|e| panic!("{e}")),
+    );
+    let response = service.handle(get).await;
+    assert_eq!(response.status(), 200, "resume of {cursor}");
+    // The stream stays open for live events: read what is ready, then stop.
+    let mut body = response.into_body();
+    let mut sse = String::new();
+    while let Ok(Some(Ok(frame))) =
+        tokio::time::timeout(Duration::from_millis(10), body.frame()).await
+    {
+        if let Ok(data) = frame.into_data() {
+            sse.push_str(&String::from_utf8_lossy(&data));
+        }
+    }
+    let notice = sse
+        .lines()
+        .find_map(|l| l.strip_prefix("data: {\"cursor\""))
+        .map(|rest| format!("{{\"cursor\"{rest}"))
+        .and_then(|json| serde_json::from_str(&json).ok())
+        .unwrap_or_else(|| panic!("no notice in {sse}"));
+    (notice, event_ids(&sse))
+}
+
+async fn announce(service: &Service, session: &str, id: u64, count: usize) {
+    let call = json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call",
+        "params": { "name": "announce", "arguments": { "count": count } } });
+    let answer = text(
+        service
+            .handle(request(http::Method::POST, Some(session), Some(call)))
+            .await,
+    )
+    .await;
+    assert!(answer.contains(&format!("announced {count}")), "{answer}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_resume_within_the_retention_finds_its_cursor_past_the_count_window() {
+    // Defaults: 16 events kept however old, and every event younger than
+    // twice the 3 s `retry`. 100 notifications while the client is away
+    // for a second are all replayed.
+    let service = TestServer::new(Side::Fork)
+        .without_session_timers()
+        .keep_alive(None)
+        .demo_service()
+        .0;
+    let session = open(&service).await;
+    announce(&service, &session, 1, 100).await;
+    tokio::time::advance(Duration::from_secs(1)).await;
+    let (notice, ids) = resume_from(&service, &session, "0").await;
+    assert_eq!(notice["complete"], json!(true), "{notice}");
+    assert_eq!(ids.len(), 100, "{ids:?}");
+    assert_eq!(ids.first().map(String::as_str), Some("1"));
+
+    // Past the retention only the last 16 are kept, and the resume says so.
+    tokio::time::advance(Duration::from_secs(6)).await;
+    announce(&service, &session, 2, 1).await;
+    let (notice, ids) = resume_from(&service, &session, "0").await;
+    assert_eq!(notice["complete"], json!(false), "{notice}");
+    assert_eq!(ids.len(), 16, "{ids:?}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_session_keeps_at_most_its_byte_budget_and_a_flood_spares_other_sessions() {
+    const SESSION: usize = 8 << 10;
+    const TOTAL: usize = 12 << 10;
+    let (service, manager) = TestServer::new(Side::Fork)
+        .replay_bytes(SESSION, TOTAL)
+        .without_session_timers()
+        .keep_alive(None)
+        .demo_service();
+    let quiet = open(&service).await;
+    announce(&service, &quiet, 1, 20).await;
+    let quiet_bytes = manager.replay_bytes();
+    assert!(quiet_bytes > 0 && quiet_bytes < SESSION, "{quiet_bytes}");
+
+    // A flood with no reader: the flooding session evicts its own history.
+    let flooding = open(&service).await;
+    announce(&service, &flooding, 1, 2_000).await;
+    let total = manager.replay_bytes();
+    // Each session within its budget (one event of slack), the flood's
+    // share cut down to what the total leaves it.
+    assert!(total <= TOTAL + 256, "{total} bytes retained");
+    let (notice, ids) = resume_from(&service, &flooding, "0").await;
+    assert_eq!(
+        notice["complete"],
+        json!(false),
+        "the flood's floor moved: {notice}"
+    );
+    assert!(
+        !ids.is_empty() && ids.len() < 2_000,
+        "{} replayed",
+        ids.len()
+    );
+
+    // The quiet session's history is intact.
+    let (notice, ids) = resume_from(&service, &quiet, "0").await;
+    assert_eq!(notice["complete"], json!(true), "{notice}");
+    assert_eq!(ids.len(), 20);
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_answered_stream_expires_on_time_in_a_quiet_session() {
+    let (service, manager) = TestServer::new(Side::Fork)
+        .completed_ttl(Duration::from_secs(30))
+        .without_session_timers()
+        .keep_alive(None)
+        .demo_service();
+    let session = open(&service).await;
+    let call = json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": { "name": "sum", "arguments": { "a": 1, "b": 2 } } });
+    let sse = text(
+        service
+            .handle(request(http::Method::POST, Some(&session), Some(call)))
+            .await,
+    )
+    .await;
+    let priming = event_ids(&sse)
+        .first()
+        .cloned()
+        .unwrap_or_else(|| panic!("no ids: {sse}"));
+    let answered = manager.replay_bytes();
+    // Nothing else happens in the session: its worker's timer frees the
+    // answered stream. The clock is paused, so the worker runs only when
+    // this task yields; it needs a turn or two.
+    tokio::time::advance(Duration::from_secs(31)).await;
+    for _ in 0..100 {
+        if manager.replay_bytes() < answered {
+            break;
+        }
+        tokio::task::yield_now().await;
+    }
+    assert!(
+        manager.replay_bytes() < answered,
+        "still {} bytes of {answered}",
+        manager.replay_bytes()
+    );
+    let mut get = request(http::Method::GET, Some(&session), None);
+    get.headers_mut().insert(
+        "last-event-id",
+        priming.parse().unwrap_or_else(|e| panic!("{e}")),
+    );
+    assert_eq!(service.handle(get).await.status(), 400);
+}

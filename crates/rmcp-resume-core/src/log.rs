@@ -18,8 +18,15 @@
 //! of that stream (only) waits until the reader makes [`Room`]. A reader that
 //! makes no progress for a stall timeout is ended
 //! ([`StreamLog::end_stalled`]); only then does the floor move past it, and
-//! its resume learns the floor. A stream with no reader keeps its last
-//! `capacity` events for a resume, the oldest evicted first.
+//! its resume learns the floor.
+//!
+//! # What is kept
+//!
+//! Each log keeps a [`Window`] of events (the last few, and everything
+//! younger than a retention time, within a hard count cap), and counts each
+//! event's bytes against its session's and its process's [`Budget`]. The
+//! session's owner evicts for the budgets ([`StreamLog::evict_oldest`]);
+//! nothing a connected reader still needs is ever evicted.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -30,10 +37,12 @@ use tokio::time::Instant;
 
 use crate::resumption::{LogView, RmcpEventId, StreamId};
 
+mod budget;
 mod reader;
 #[cfg(test)]
 mod tests;
 
+pub use budget::{Budget, Meter, Window};
 pub use reader::{Bell, LogReader, Logged};
 
 /// Wakes the producer of a session's streams when a reader has read, so an
@@ -91,13 +100,19 @@ struct Entry<E> {
     index: u64,
     id: String,
     event: E,
+    /// Bytes counted against the budgets.
+    weight: usize,
+    /// When it was appended.
+    at: Instant,
 }
 
 /// The retained window of one stream plus its readers.
 #[derive(Debug)]
 struct LogState<E> {
     entries: VecDeque<Entry<E>>,
-    capacity: usize,
+    window: Window,
+    /// The weights of `entries`.
+    bytes: usize,
     next_index: u64,
     /// No event will ever be appended again (the request was answered).
     finished: bool,
@@ -129,7 +144,41 @@ impl<E> LogState<E> {
 
     /// Whether the next append must wait for a reader.
     fn is_full(&self) -> bool {
-        self.entries.len() >= self.capacity && self.holding_the_floor().is_some()
+        self.entries.len() >= self.window.max_events && self.holding_the_floor().is_some()
+    }
+
+    /// Whether a reader holds back a producer that waits: for the count
+    /// cap, or for bytes (`starved`) that only the oldest event would free.
+    fn is_held_back(&self, starved: bool) -> bool {
+        self.is_full() || (starved && self.holding_the_floor().is_some())
+    }
+
+    /// Evicts what the window no longer covers before one more event is
+    /// appended, oldest first, stopping at the first event a connected
+    /// reader still needs. Returns the bytes freed.
+    fn trim(&mut self, now: Instant) -> usize {
+        let mut freed = 0;
+        while let Some(front) = self.entries.front() {
+            if self.holding_the_floor().is_some() {
+                break;
+            }
+            let len = self.entries.len();
+            let over_cap = len >= self.window.max_events;
+            let aged = len >= self.window.keep_events
+                && now.saturating_duration_since(front.at) >= self.window.retention;
+            if !(over_cap || aged) {
+                break;
+            }
+            freed += self.pop_front();
+        }
+        freed
+    }
+
+    /// Drops the oldest event; returns its weight.
+    fn pop_front(&mut self) -> usize {
+        let weight = self.entries.pop_front().map_or(0, |e| e.weight);
+        self.bytes = self.bytes.saturating_sub(weight);
+        weight
     }
 
     /// Removes reader `at`. A primary leaves its position for the next one:
@@ -191,6 +240,17 @@ pub struct StreamLog<E> {
     state: Mutex<LogState<E>>,
     stream: StreamId,
     room: Room,
+    budget: Budget,
+}
+
+impl<E> Drop for StreamLog<E> {
+    fn drop(&mut self) {
+        let bytes = self
+            .state
+            .get_mut()
+            .map_or_else(|p| p.get_ref().bytes, |s| s.bytes);
+        self.budget.sub(bytes);
+    }
 }
 
 impl<E: Clone> StreamLog<E> {
@@ -204,12 +264,33 @@ impl<E: Clone> StreamLog<E> {
         max_shadows: usize,
         room: Room,
     ) -> Arc<Self> {
+        let window = Window::events(capacity);
+        Self::with_limits(
+            stream,
+            first_index,
+            window,
+            max_shadows,
+            room,
+            Budget::unlimited(),
+        )
+    }
+
+    /// A log keeping `window`, counting its events' bytes against `budget`.
+    pub fn with_limits(
+        stream: StreamId,
+        first_index: u64,
+        window: Window,
+        max_shadows: usize,
+        room: Room,
+        budget: Budget,
+    ) -> Arc<Self> {
         Arc::new(Self {
             state: Mutex::new(LogState {
                 // Grown on demand: most request streams hold two or three
                 // events, and answered ones stay retained for a while.
                 entries: VecDeque::new(),
-                capacity: capacity.max(1),
+                window,
+                bytes: 0,
                 next_index: first_index,
                 finished: false,
                 readers: Vec::new(),
@@ -219,6 +300,7 @@ impl<E: Clone> StreamLog<E> {
             }),
             stream,
             room,
+            budget,
         })
     }
 
@@ -249,49 +331,90 @@ impl<E: Clone> StreamLog<E> {
         }
     }
 
-    /// Appends an event under the next index and returns that index,
-    /// evicting the oldest event even if a reader still needs it (that
-    /// reader then ends and learns the floor on resume). For the server's own
-    /// control frames; events go through [`try_append`](Self::try_append).
-    /// Its wire id is `id` when given (event stores assign their own), else
-    /// the rmcp id of the index.
-    pub fn append(&self, event: E, id: Option<String>) -> u64 {
+    /// Appends one of the server's own control frames (a `retry` before a
+    /// close) under the next index and returns that index. It never waits:
+    /// if the window is at its cap and a reader still needs the oldest
+    /// event, the log holds one more event than the cap rather than lose
+    /// that one. Its wire id is `id` when given (event stores assign their
+    /// own), else the rmcp id of the index.
+    pub fn append(&self, event: E, id: Option<String>, weight: usize) -> u64 {
         let mut state = self.lock();
-        if state.entries.len() >= state.capacity {
-            state.entries.pop_front();
-        }
-        self.push(&mut state, event, id)
+        let now = Instant::now();
+        let freed = state.trim(now);
+        self.budget.sub(freed);
+        self.push(&mut state, event, id, weight, now)
     }
 
     /// Appends an event unless a connected reader has not yet read the
     /// oldest retained one and the log is at capacity; then the event comes
     /// back, and [`Room`] is told once that reader has read.
-    pub fn try_append(&self, event: E, id: Option<String>) -> Result<u64, Full<E>> {
+    pub fn try_append(&self, event: E, id: Option<String>, weight: usize) -> Result<u64, Full<E>> {
         let mut state = self.lock();
+        let now = Instant::now();
+        let freed = state.trim(now);
+        self.budget.sub(freed);
         if state.is_full() {
             state.blocked = true;
             return Err(Full { event, id });
         }
         state.blocked = false;
-        if state.entries.len() >= state.capacity {
-            state.entries.pop_front();
-        }
-        Ok(self.push(&mut state, event, id))
+        Ok(self.push(&mut state, event, id, weight, now))
     }
 
-    fn push(&self, state: &mut LogState<E>, event: E, id: Option<String>) -> u64 {
+    fn push(
+        &self,
+        state: &mut LogState<E>,
+        event: E,
+        id: Option<String>,
+        weight: usize,
+        at: Instant,
+    ) -> u64 {
         let index = state.next_index;
         let id = id.unwrap_or_else(|| self.event_id(index).to_string());
-        state.entries.push_back(Entry { index, id, event });
+        state.entries.push_back(Entry {
+            index,
+            id,
+            event,
+            weight,
+            at,
+        });
+        state.bytes = state.bytes.saturating_add(weight);
+        self.budget.add(weight);
         state.next_index = index.saturating_add(1);
         index
+    }
+
+    /// Evicts the oldest event if no connected reader still needs it, for
+    /// the byte budgets; returns the bytes freed. The floor moves with it.
+    pub fn evict_oldest(&self) -> Option<usize> {
+        let mut state = self.lock();
+        if state.entries.is_empty() || state.holding_the_floor().is_some() {
+            return None;
+        }
+        let freed = state.pop_front();
+        self.budget.sub(freed);
+        Some(freed)
+    }
+
+    /// When the oldest event that could be evicted now was appended.
+    pub fn oldest_evictable(&self) -> Option<Instant> {
+        let state = self.lock();
+        if state.holding_the_floor().is_some() {
+            return None;
+        }
+        state.entries.front().map(|e| e.at)
+    }
+
+    /// Bytes this log holds.
+    pub fn bytes(&self) -> usize {
+        self.lock().bytes
     }
 
     /// When the reader holding a full log back will have made no progress
     /// for `stall`; `None` when nothing holds it back.
     pub fn stall_deadline(&self, stall: Duration) -> Option<Instant> {
         let state = self.lock();
-        if !state.is_full() {
+        if !state.is_held_back(self.budget.is_starved()) {
             return None;
         }
         let reader = state.holding_the_floor()?;
@@ -303,7 +426,7 @@ impl<E: Clone> StreamLog<E> {
     /// then move past it, and its resume is told so.
     pub fn end_stalled(&self, now: Instant, stall: Duration) -> bool {
         let mut state = self.lock();
-        if !state.is_full() {
+        if !state.is_held_back(self.budget.is_starved()) {
             return false;
         }
         let Some(at) = state.holding_the_floor().and_then(|stalled| {
@@ -426,7 +549,7 @@ impl<E: Clone> StreamLog<E> {
         };
         let gone = state.remove(at, Instant::now());
         tracing::trace!(reader = id, position = gone.position, role = ?gone.role, "reader detached");
-        if state.blocked {
+        if state.blocked || self.budget.is_starved() {
             self.room.notify();
         }
         true
@@ -480,7 +603,7 @@ impl<E: Clone> StreamLog<E> {
         {
             reader.position = index.saturating_add(1);
             reader.progressed_at = Instant::now();
-            if state.blocked && !state.is_full() {
+            if (state.blocked && !state.is_full()) || self.budget.is_starved() {
                 self.room.notify();
             }
         }

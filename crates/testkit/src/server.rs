@@ -69,6 +69,7 @@ pub struct TestServer {
     completed_ttl: Option<Duration>,
     max_completed_streams: Option<usize>,
     stall_timeout: Option<Duration>,
+    replay_bytes: Option<(usize, usize)>,
     idle_session: Option<Duration>,
     stateless: bool,
     session_store: Option<Arc<dyn SessionStore>>,
@@ -102,6 +103,7 @@ impl TestServer {
             completed_ttl: None,
             max_completed_streams: None,
             stall_timeout: None,
+            replay_bytes: None,
             idle_session: None,
             stateless: false,
             session_store: None,
@@ -121,7 +123,8 @@ impl TestServer {
         }
     }
 
-    /// Events each stream retains (`SessionConfig::channel_capacity`).
+    /// Events each stream retains: `SessionConfig::channel_capacity`, and on
+    /// the fork also the hard cap, with no retention by time.
     pub fn window(self, events: usize) -> Self {
         Self {
             window: Some(events),
@@ -174,6 +177,14 @@ impl TestServer {
     pub fn stall_timeout(self, stall: Duration) -> Self {
         Self {
             stall_timeout: Some(stall),
+            ..self
+        }
+    }
+
+    /// Byte budgets for replay: per session, and for all sessions (fork only).
+    pub fn replay_bytes(self, session: usize, total: usize) -> Self {
+        Self {
+            replay_bytes: Some((session, total)),
             ..self
         }
     }
@@ -245,11 +256,20 @@ impl TestServer {
             &mut session.channel_capacity,
             &mut session.completed_cache_ttl,
         );
+        if let Some(window) = self.window {
+            // A strict count window, as upstream's: nothing kept for time.
+            session.max_replay_events = window;
+            session.replay_retention = Some(Duration::ZERO);
+        }
         if let Some(streams) = self.max_completed_streams {
             session.max_completed_streams = streams;
         }
         if let Some(stall) = self.stall_timeout {
             session.reader_stall_timeout = stall;
+        }
+        if let Some((per_session, total)) = self.replay_bytes {
+            session.max_replay_bytes = per_session;
+            session.max_replay_bytes_total = total;
         }
         if let Some(after) = self.idle_session {
             session.keep_alive = Some(after);

@@ -8,7 +8,7 @@ use crate::resumption::{ResumeAnswer, StreamLookup, plan};
 fn filled(capacity: usize, events: u64) -> Arc<StreamLog<()>> {
     let log = StreamLog::new(StreamId::Standalone, 1, capacity, 2, Room::default());
     for _ in 0..events {
-        log.append((), None);
+        log.append((), None, 0);
     }
     log
 }
@@ -56,7 +56,7 @@ fn empty_log_floor_is_the_next_index() {
 #[test]
 fn ids_carry_the_stream() {
     let log = StreamLog::new(StreamId::Request(7), 0, 4, 0, Room::default());
-    log.append((), None);
+    log.append((), None, 0);
     assert_eq!(log.event_id(0).to_string(), "0/7");
     assert_eq!(log.event_id(3).to_string(), "3/7");
     assert!(
@@ -96,23 +96,32 @@ fn shadow_limit_drops_the_oldest() {
 }
 
 #[test]
-fn a_reader_behind_the_floor_is_ended_not_skipped() {
+fn control_frames_never_evict_what_a_reader_needs() {
     let log = filled(2, 1);
     log.attach_primary(1, 1);
-    // Forced appends (the server's control frames) may evict unread events.
+    // The server's own frames (a `retry` before a close) do not wait for
+    // room, so the log holds more than its cap instead of losing an event.
     for _ in 0..5 {
-        log.append((), None);
+        log.append((), None, 0);
     }
-    assert!(matches!(log.step(1), Step::Done));
+    let mut read = Vec::new();
+    while let Step::Send(index, _) = log.step(1) {
+        log.delivered(1, index);
+        read.push(index);
+    }
+    assert_eq!(read, [1, 2, 3, 4, 5, 6], "nothing skipped");
+    // Read, they go at the next append.
+    log.append((), None, 0);
+    assert_eq!(log.view().floor, 6);
 }
 
 #[test]
 fn an_unread_event_is_never_evicted_while_its_reader_is_attached() {
     let log = filled(2, 0);
     log.attach_primary(1, 1);
-    assert!(log.try_append((), None).is_ok());
-    assert!(log.try_append((), None).is_ok());
-    let full = log.try_append((), None);
+    assert!(log.try_append((), None, 0).is_ok());
+    assert!(log.try_append((), None, 0).is_ok());
+    let full = log.try_append((), None, 0);
     assert!(
         full.is_err(),
         "the reader has read nothing: the third waits"
@@ -121,8 +130,8 @@ fn an_unread_event_is_never_evicted_while_its_reader_is_attached() {
     // Reading one event makes room for exactly one more.
     assert!(matches!(log.step(1), Step::Send(1, _)));
     log.delivered(1, 1);
-    assert!(log.try_append((), None).is_ok());
-    assert!(log.try_append((), None).is_err());
+    assert!(log.try_append((), None, 0).is_ok());
+    assert!(log.try_append((), None, 0).is_err());
     assert_eq!(log.view().floor, 2);
 }
 
@@ -130,11 +139,11 @@ fn an_unread_event_is_never_evicted_while_its_reader_is_attached() {
 fn without_a_reader_the_oldest_event_is_evicted() {
     let log = filled(2, 0);
     for _ in 0..5 {
-        assert!(log.try_append((), None).is_ok());
+        assert!(log.try_append((), None, 0).is_ok());
     }
     assert_eq!(log.view().floor, 4);
     log.attach_shadow(9);
-    assert!(log.try_append((), None).is_ok(), "shadows read nothing");
+    assert!(log.try_append((), None, 0).is_ok(), "shadows read nothing");
 }
 
 #[tokio::test]
@@ -142,13 +151,13 @@ async fn a_reader_that_reads_wakes_the_waiting_producer() {
     let room = Room::default();
     let log = StreamLog::new(StreamId::Standalone, 1, 1, 0, room.clone());
     log.attach_primary(1, 1);
-    assert!(log.try_append((), None).is_ok());
-    assert!(log.try_append((), None).is_err());
+    assert!(log.try_append((), None, 0).is_ok());
+    assert!(log.try_append((), None, 0).is_err());
     let mut made = std::pin::pin!(room.made());
     assert!(futures::poll!(made.as_mut()).is_pending(), "no room yet");
     log.delivered(1, 1);
     assert!(futures::poll!(made).is_ready(), "the producer is woken");
-    assert!(log.try_append((), None).is_ok());
+    assert!(log.try_append((), None, 0).is_ok());
 }
 
 #[tokio::test(start_paused = true)]
@@ -156,9 +165,11 @@ async fn a_stalled_reader_is_ended_after_the_stall_timeout_and_not_before() {
     let stall = Duration::from_secs(10);
     let log = filled(2, 0);
     log.attach_primary(1, 1);
-    log.try_append((), None).unwrap_or_else(|_| panic!("room"));
-    log.try_append((), None).unwrap_or_else(|_| panic!("room"));
-    assert!(log.try_append((), None).is_err());
+    log.try_append((), None, 0)
+        .unwrap_or_else(|_| panic!("room"));
+    log.try_append((), None, 0)
+        .unwrap_or_else(|_| panic!("room"));
+    assert!(log.try_append((), None, 0).is_err());
     let deadline = log
         .stall_deadline(stall)
         .unwrap_or_else(|| panic!("a full log has a deadline"));
@@ -169,7 +180,10 @@ async fn a_stalled_reader_is_ended_after_the_stall_timeout_and_not_before() {
     assert!(log.end_stalled(Instant::now(), stall));
     assert!(!log.has_primary());
     assert!(matches!(log.step(1), Step::Done), "its connection ends");
-    assert!(log.try_append((), None).is_ok(), "the floor moves past it");
+    assert!(
+        log.try_append((), None, 0).is_ok(),
+        "the floor moves past it"
+    );
     assert_eq!(log.view().floor, 2);
     assert_eq!(log.stall_deadline(stall), None);
 }
@@ -180,8 +194,9 @@ async fn a_promoted_shadow_gets_a_fresh_stall_window() {
     let log = filled(1, 0);
     log.attach_primary(1, 1);
     log.attach_shadow(2);
-    log.try_append((), None).unwrap_or_else(|_| panic!("room"));
-    assert!(log.try_append((), None).is_err());
+    log.try_append((), None, 0)
+        .unwrap_or_else(|_| panic!("room"));
+    assert!(log.try_append((), None, 0).is_err());
     tokio::time::advance(stall).await;
     assert!(log.end_stalled(Instant::now(), stall));
     assert!(log.has_primary(), "the shadow took over");
@@ -195,7 +210,7 @@ async fn a_promoted_shadow_gets_a_fresh_stall_window() {
 #[test]
 fn request_stream_has_one_reader_and_finishes() {
     let log = StreamLog::new(StreamId::Request(0), 0, 8, 0, Room::default());
-    log.append((), None);
+    log.append((), None, 0);
     log.attach_primary(1, 0);
     log.attach_primary(2, 0);
     assert!(matches!(log.step(1), Step::Done), "the older resume ends");
@@ -208,7 +223,7 @@ fn request_stream_has_one_reader_and_finishes() {
 #[test]
 fn store_assigned_ids_are_kept() {
     let log = StreamLog::new(StreamId::Request(0), 0, 8, 0, Room::default());
-    log.append((), Some("store-17".to_owned()));
+    log.append((), Some("store-17".to_owned()), 0);
     log.attach_primary(1, 0);
     match log.step(1) {
         Step::Send(0, logged) => assert_eq!(logged.id, "store-17"),
@@ -223,11 +238,11 @@ async fn a_reader_streams_what_is_appended_and_ends_when_finished() {
     let log = StreamLog::new(StreamId::Request(4), 0, 8, 0, Room::default());
     log.attach_primary(1, 0);
     let mut reader = LogReader::new(log.clone(), 1, bell.clone());
-    log.append("a", None);
+    log.append("a", None, 0);
     bell.ring();
     let first = reader.next().await.map(|l| (l.id, l.event));
     assert_eq!(first, Some(("0/4".to_owned(), "a")));
-    log.append("b", None);
+    log.append("b", None, 0);
     log.finish();
     bell.ring();
     let second = reader.next().await.map(|l| l.event);
@@ -274,5 +289,85 @@ fn a_primary_being_closed_ends_when_a_resume_replaces_it() {
         log.attach(4),
         Some(2),
         "a new primary starts where 2 stopped"
+    );
+}
+
+fn windowed(window: Window, budget: Budget) -> Arc<StreamLog<()>> {
+    StreamLog::with_limits(StreamId::Standalone, 1, window, 2, Room::default(), budget)
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_window_keeps_every_event_younger_than_its_retention() {
+    let log = windowed(
+        Window::new(2, 100, Duration::from_secs(5)),
+        Budget::unlimited(),
+    );
+    for _ in 0..10 {
+        log.append((), None, 0);
+    }
+    assert_eq!(log.view().floor, 1, "all ten are young: none evicted");
+    tokio::time::advance(Duration::from_secs(6)).await;
+    log.append((), None, 0);
+    let view = log.view();
+    assert_eq!(
+        (view.floor, view.head),
+        (10, 12),
+        "aged out down to the last two"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_count_cap_holds_however_young_the_events() {
+    let log = windowed(
+        Window::new(2, 4, Duration::from_secs(3_600)),
+        Budget::unlimited(),
+    );
+    for _ in 0..10 {
+        log.append((), None, 0);
+    }
+    let view = log.view();
+    assert_eq!((view.floor, view.head), (7, 11));
+}
+
+#[test]
+fn bytes_are_counted_on_both_meters_and_returned_on_eviction_and_drop() {
+    let process = Meter::new(1_000);
+    let budget = Budget::new(100, Some(process.clone()));
+    let log = windowed(Window::new(2, 100, Duration::from_secs(60)), budget.clone());
+    for _ in 0..4 {
+        log.append((), None, 30);
+    }
+    assert_eq!((budget.session().used(), process.used()), (120, 120));
+    assert!(budget.would_exceed(0), "over the session's 100");
+    assert_eq!(log.evict_oldest(), Some(30));
+    assert_eq!(log.view().floor, 2, "the floor moves with the eviction");
+    assert_eq!((budget.session().used(), log.bytes()), (90, 90));
+    // A connected reader that has not read the oldest event keeps it.
+    log.attach_primary(1, 2);
+    assert_eq!(log.evict_oldest(), None);
+    assert_eq!(log.oldest_evictable(), None);
+    drop(log);
+    assert_eq!((budget.session().used(), process.used()), (0, 0));
+}
+
+#[test]
+fn a_starved_session_holds_back_only_readers_of_the_oldest_event() {
+    let budget = Budget::new(10, None);
+    let log = windowed(Window::new(16, 16, Duration::ZERO), budget.clone());
+    log.append((), None, 8);
+    log.attach_primary(1, 1);
+    let stall = Duration::from_secs(10);
+    assert_eq!(log.stall_deadline(stall), None, "not full, not starved");
+    budget.set_starved(true);
+    assert!(
+        log.stall_deadline(stall).is_some(),
+        "the reader holds the bytes"
+    );
+    assert!(!log.end_stalled(Instant::now(), stall), "not stalled yet");
+    assert!(log.end_stalled(Instant::now() + stall, stall));
+    assert_eq!(
+        log.evict_oldest(),
+        Some(8),
+        "evictable once its reader ended"
     );
 }

@@ -8,8 +8,10 @@ use std::time::Duration;
 pub struct SessionConfig {
     /// How long a request stream stays resumable after its response.
     pub completed_cache_ttl: Duration,
-    /// Events each stream retains for replay (the replay window), and the
-    /// depth of the queue from the HTTP side.
+    /// Events each stream keeps for replay however old they are, and the
+    /// depth of the queue from the HTTP side. The fork keeps more within
+    /// its budgets: every event younger than [`replay_retention`](Self::replay_retention),
+    /// up to [`max_replay_events`](Self::max_replay_events).
     pub channel_capacity: usize,
     /// End the session if `initialize` does not arrive within this.
     pub init_timeout: Option<Duration>,
@@ -25,6 +27,22 @@ pub struct SessionConfig {
     /// handler waits instead of losing an event the reader has not read; the
     /// rest of the session is not held back.
     pub reader_stall_timeout: Duration,
+    /// Each stream keeps every event younger than this, so a client that
+    /// reconnects within the `retry` it was told finds its cursor (within
+    /// the byte budgets). `None`: twice `sse_retry`, or
+    /// [`DEFAULT_REPLAY_RETENTION`](Self::DEFAULT_REPLAY_RETENTION) without
+    /// one (fork-only).
+    pub replay_retention: Option<Duration>,
+    /// The hard cap on events one stream keeps (fork-only).
+    pub max_replay_events: usize,
+    /// Bytes of events one session keeps for replay, across its streams
+    /// (fork-only). Past it the session's oldest events go first; a message
+    /// whose bytes only unread events hold waits for its readers.
+    pub max_replay_bytes: usize,
+    /// Bytes of events all sessions of one [`LocalSessionManager`](super::LocalSessionManager)
+    /// keep for replay (fork-only). Past it, a session evicts its own oldest
+    /// events before adding one, never another session's.
+    pub max_replay_bytes_total: usize,
 }
 
 impl SessionConfig {
@@ -42,6 +60,25 @@ impl SessionConfig {
     pub const DEFAULT_MAX_COMPLETED_STREAMS: usize = 1024;
     /// Default `reader_stall_timeout`: ten seconds.
     pub const DEFAULT_READER_STALL_TIMEOUT: Duration = Duration::from_secs(10);
+    /// `replay_retention` without an `sse_retry`: six seconds.
+    pub const DEFAULT_REPLAY_RETENTION: Duration = Duration::from_secs(6);
+    /// Default `max_replay_events`.
+    pub const DEFAULT_MAX_REPLAY_EVENTS: usize = 4096;
+    /// Default `max_replay_bytes`: 2 MiB.
+    pub const DEFAULT_MAX_REPLAY_BYTES: usize = 2 << 20;
+    /// Default `max_replay_bytes_total`: 256 MiB.
+    pub const DEFAULT_MAX_REPLAY_BYTES_TOTAL: usize = 256 << 20;
+
+    /// The retention in effect: [`replay_retention`](Self::replay_retention),
+    /// else twice `sse_retry`, else the default.
+    pub fn effective_replay_retention(&self) -> Duration {
+        self.replay_retention.unwrap_or_else(|| {
+            self.sse_retry
+                .map_or(Self::DEFAULT_REPLAY_RETENTION, |retry| {
+                    retry.saturating_mul(2)
+                })
+        })
+    }
 }
 
 impl Default for SessionConfig {
@@ -54,6 +91,10 @@ impl Default for SessionConfig {
             keep_alive: Some(Self::DEFAULT_KEEP_ALIVE),
             max_completed_streams: Self::DEFAULT_MAX_COMPLETED_STREAMS,
             reader_stall_timeout: Self::DEFAULT_READER_STALL_TIMEOUT,
+            replay_retention: None,
+            max_replay_events: Self::DEFAULT_MAX_REPLAY_EVENTS,
+            max_replay_bytes: Self::DEFAULT_MAX_REPLAY_BYTES,
+            max_replay_bytes_total: Self::DEFAULT_MAX_REPLAY_BYTES_TOTAL,
         }
     }
 }

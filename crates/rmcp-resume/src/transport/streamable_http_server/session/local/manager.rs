@@ -4,6 +4,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use futures::Stream;
+use rmcp_resume_core::log::Meter;
 
 use super::worker::{Incarnation, new_session};
 use super::{
@@ -27,6 +28,9 @@ pub struct LocalSessionManager {
     pub session_config: SessionConfig,
     /// Live sessions by id.
     pub sessions: tokio::sync::RwLock<HashMap<SessionId, LocalSessionHandle>>,
+    /// Bytes all sessions keep for replay, created from `session_config`
+    /// when the first session starts.
+    replay_bytes: std::sync::OnceLock<Arc<Meter>>,
 }
 
 /// Errors of [`LocalSessionManager`].
@@ -52,6 +56,11 @@ impl LocalSessionManager {
             event_store: Some(event_store),
             ..self
         }
+    }
+
+    /// Bytes all sessions keep for replay now (fork-only).
+    pub fn replay_bytes(&self) -> usize {
+        self.replay_bytes.get().map_or(0, |meter| meter.used())
     }
 
     /// The session's handle, if the session is live. A session whose worker
@@ -81,11 +90,14 @@ impl LocalSessionManager {
         id: SessionId,
         incarnation: Incarnation,
     ) -> (LocalSessionHandle, SessionTransport) {
+        let total = self.session_config.max_replay_bytes_total;
+        let process = self.replay_bytes.get_or_init(|| Meter::new(total)).clone();
         let (handle, worker) = new_session(
             id,
             self.session_config.clone(),
             self.event_store.clone(),
             incarnation,
+            Some(process),
         );
         (handle, WorkerTransport::spawn(worker))
     }

@@ -6,7 +6,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
-use rmcp_resume_core::log::{Bell, Full, LogReader, ReaderId, Room, StreamLog};
+use rmcp_resume_core::log::{
+    Bell, Budget, Full, LogReader, Meter, ReaderId, Room, StreamLog, Window,
+};
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
@@ -41,6 +43,8 @@ struct Parked {
     event: ServerSseMessage,
     /// The id an event store assigned, so it is stored once.
     id: Option<String>,
+    /// Its bytes, for the budgets.
+    weight: usize,
     /// The message answers its request.
     completes: bool,
     responder: Responder,
@@ -51,7 +55,30 @@ pub fn create_local_session(
     id: impl Into<SessionId>,
     config: SessionConfig,
 ) -> (LocalSessionHandle, LocalSessionWorker) {
-    new_session(id.into(), config, None, Incarnation::First)
+    new_session(id.into(), config, None, Incarnation::First, None)
+}
+
+/// What an event weighs against the byte budgets: its JSON, plus what its
+/// frame adds (the `id:` and `data:` lines).
+fn weigh(event: &ServerSseMessage) -> usize {
+    /// Counts bytes instead of keeping them.
+    struct Counter(usize);
+    impl std::io::Write for Counter {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0 += bytes.len();
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    const FRAME: usize = 32;
+    let mut counter = Counter(FRAME);
+    if let Some(message) = &event.message {
+        // Writing to a counter cannot fail.
+        let _ = serde_json::to_writer(&mut counter, message.as_ref());
+    }
+    counter.0
 }
 
 /// Which life of a session a worker runs.
@@ -92,17 +119,25 @@ pub(super) fn new_session(
     config: SessionConfig,
     event_store: Option<Arc<dyn EventStore>>,
     incarnation: Incarnation,
+    process: Option<Arc<Meter>>,
 ) -> (LocalSessionHandle, LocalSessionWorker) {
     let base = incarnation.base();
     let (event_tx, event_rx) = mpsc::channel(config.channel_capacity.max(1));
     tracing::debug!(session_id = %id, ?incarnation, "create new session");
     let room = Room::default();
-    let standalone = StreamLog::new(
+    let window = Window::new(
+        config.channel_capacity,
+        config.max_replay_events,
+        config.effective_replay_retention(),
+    );
+    let budget = Budget::new(config.max_replay_bytes, process);
+    let standalone = StreamLog::with_limits(
         StreamId::Standalone,
         base.saturating_add(1),
-        config.channel_capacity,
+        window,
         MAX_SHADOW_STREAMS,
         room.clone(),
+        budget.clone(),
     );
     let worker = LocalSessionWorker {
         id: id.clone(),
@@ -119,6 +154,8 @@ pub(super) fn new_session(
         next_reader: 0,
         bell: Bell::default(),
         room,
+        window,
+        budget,
     };
     (LocalSessionHandle { id, event_tx }, worker)
 }
@@ -152,6 +189,8 @@ pub struct LocalSessionWorker {
     next_reader: ReaderId,
     bell: Bell,
     room: Room,
+    window: Window,
+    budget: Budget,
 }
 
 impl Drop for LocalSessionWorker {
@@ -205,7 +244,8 @@ impl LocalSessionWorker {
     /// which never waits for room.
     async fn append(&mut self, log: &Log, event: ServerSseMessage) -> Result<(), SessionError> {
         let id = self.store(log.stream(), &event).await?;
-        log.append(event, id);
+        let weight = weigh(&event);
+        log.append(event, id, weight);
         self.bell.ring();
         Ok(())
     }
@@ -216,12 +256,13 @@ impl LocalSessionWorker {
         if self.requests.contains_key(&m) {
             return Err(SessionError::DuplicatedRequestId(m));
         }
-        let log = StreamLog::new(
+        let log = StreamLog::with_limits(
             StreamId::Request(m),
             0,
-            self.config.channel_capacity,
+            self.window,
             0,
             self.room.clone(),
+            self.budget.clone(),
         );
         if let Some(retry) = self.config.sse_retry {
             self.append(&log, ServerSseMessage::retry(retry)).await?;
@@ -270,6 +311,8 @@ impl LocalSessionWorker {
     /// the standalone stream an old primary still open is demoted to a
     /// shadow rather than ended (no leapfrog, #659).
     fn plan_resume(&mut self, cursor: &EventId) -> Resumption {
+        // The expiry timer may be due in the same turn as this resume.
+        self.evict_expired();
         let cursor = cursor.rmcp();
         let log = match cursor.stream_id() {
             StreamId::Standalone => Some(self.standalone.clone()),
@@ -313,29 +356,111 @@ impl LocalSessionWorker {
                 return;
             }
         };
-        let Some((log, queue)) = self.outbox(stream) else {
+        let weight = weigh(&event);
+        let Some((_, queue)) = self.outbox(stream) else {
             return;
         };
+        let parked = Parked {
+            event,
+            id,
+            weight,
+            completes: destination.completes,
+            responder,
+        };
         // The common case: nothing waits before it, and there is room.
-        let (event, id) = if queue.is_empty() {
-            match log.try_append(event, id) {
-                Ok(_) => {
-                    self.admitted(stream, destination.completes, responder);
+        let parked = if queue.is_empty() {
+            match self.try_admit(stream, parked) {
+                Ok(()) => {
                     self.bell.ring();
                     return;
                 }
-                Err(Full { event, id }) => (event, id),
+                Err(parked) => parked,
             }
         } else {
-            (event, id)
+            parked
         };
-        queue.push_back(Parked {
-            event,
-            id,
-            completes: destination.completes,
-            responder,
-        });
-        self.waiting.insert(stream);
+        if let Some((_, queue)) = self.outbox(stream) {
+            queue.push_back(parked);
+            self.waiting.insert(stream);
+        }
+    }
+
+    /// Puts a message into its stream's log if the window and the budgets
+    /// let it in (evicting the session's oldest retained events for bytes);
+    /// hands it back when it must wait for a reader.
+    fn try_admit(&mut self, stream: StreamId, parked: Parked) -> Result<(), Parked> {
+        if !self.make_room(stream, parked.weight) {
+            self.budget.set_starved(true);
+            return Err(parked);
+        }
+        let Some((log, _)) = self.outbox(stream) else {
+            // The stream is gone; its handler hears so.
+            let closed = SessionError::ChannelClosed(stream.request());
+            let _ = parked
+                .responder
+                .send(Err(LocalSessionWorkerError::FailToHandleMessage(closed)));
+            return Ok(());
+        };
+        match log.try_append(parked.event, parked.id, parked.weight) {
+            Ok(_) => {
+                self.admitted(stream, parked.completes, parked.responder);
+                Ok(())
+            }
+            Err(Full { event, id }) => Err(Parked {
+                event,
+                id,
+                ..parked
+            }),
+        }
+    }
+
+    /// Evicts the session's oldest retained events, ones no connected
+    /// reader needs, until `weight` more bytes fit its budget. `false` when
+    /// they cannot: the bytes are held by readers that have not read them.
+    /// Over the process's budget a session evicts only its own events, and
+    /// then proceeds: one session's flood never evicts another's history.
+    fn make_room(&mut self, stream: StreamId, weight: usize) -> bool {
+        while self.budget.would_exceed(weight) {
+            if self.evict_oldest(stream) {
+                continue;
+            }
+            let session = self.budget.session();
+            // A session holding nothing still takes one event, however big.
+            return !session.would_exceed(weight) || session.used() == 0;
+        }
+        true
+    }
+
+    /// Evicts the session's oldest evictable event: of the standalone
+    /// stream, the request streams still open, and the earliest answered
+    /// stream that holds any. Returns whether one was evicted.
+    fn evict_oldest(&mut self, appending: StreamId) -> bool {
+        let answered = self
+            .completed
+            .iter()
+            .filter_map(|(_, m)| self.requests.get(m))
+            .find(|r| r.log.oldest_evictable().is_some())
+            .map(|r| &r.log);
+        let open = self
+            .requests
+            .values()
+            .filter(|r| r.completed_at.is_none())
+            .map(|r| &r.log);
+        let oldest = std::iter::once(&self.standalone)
+            .chain(open)
+            .chain(answered)
+            .filter_map(|log| log.oldest_evictable().map(|at| (at, log)))
+            .min_by_key(|(at, _)| *at);
+        match oldest {
+            Some((_, log)) => {
+                let evicted = log.evict_oldest().is_some();
+                if evicted {
+                    tracing::trace!(session_id = %self.id, ?appending, evicted = ?log.stream(), "evicted for the byte budget");
+                }
+                evicted
+            }
+            None => false,
+        }
     }
 
     /// A handler's message is in its log: the handler hears so, and a
@@ -383,29 +508,24 @@ impl LocalSessionWorker {
     fn flush(&mut self, stream: StreamId) {
         let mut appended = false;
         let waiting = loop {
-            let Some((log, queue)) = self.outbox(stream) else {
+            let Some(parked) = self.outbox(stream).and_then(|(_, queue)| queue.pop_front()) else {
                 break false;
             };
-            let Some(parked) = queue.pop_front() else {
-                break false;
-            };
-            match log.try_append(parked.event, parked.id) {
-                Ok(_) => {
-                    appended = true;
-                    self.admitted(stream, parked.completes, parked.responder);
-                }
-                Err(Full { event, id }) => {
-                    queue.push_front(Parked {
-                        event,
-                        id,
-                        ..parked
-                    });
+            match self.try_admit(stream, parked) {
+                Ok(()) => appended = true,
+                Err(parked) => {
+                    if let Some((_, queue)) = self.outbox(stream) {
+                        queue.push_front(parked);
+                    }
                     break true;
                 }
             }
         };
         if !waiting {
             self.waiting.remove(&stream);
+        }
+        if self.waiting.is_empty() {
+            self.budget.set_starved(false);
         }
         if appended {
             self.bell.ring();
@@ -417,34 +537,59 @@ impl LocalSessionWorker {
         self.waiting.iter().copied().collect()
     }
 
-    /// When the earliest reader holding a parked message back will count as
-    /// stalled.
-    fn stall_deadline(&self) -> Option<Instant> {
-        let stall = self.config.reader_stall_timeout;
+    /// The logs whose readers may hold a parked message back: those of the
+    /// streams with parked messages, or, while the session waits for bytes,
+    /// every log (any unread event holds bytes).
+    fn holding_logs(&self) -> Vec<Log> {
+        if self.budget.is_starved() {
+            return std::iter::once(&self.standalone)
+                .chain(self.requests.values().map(|r| &r.log))
+                .cloned()
+                .collect();
+        }
         self.waiting
             .iter()
             .filter_map(|stream| match stream {
                 StreamId::Standalone => Some(&self.standalone),
                 StreamId::Request(m) => self.requests.get(m).map(|r| &r.log),
             })
+            .cloned()
+            .collect()
+    }
+
+    /// When the earliest reader holding a parked message back will count as
+    /// stalled.
+    fn stall_deadline(&self) -> Option<Instant> {
+        if self.waiting.is_empty() {
+            return None;
+        }
+        let stall = self.config.reader_stall_timeout;
+        self.holding_logs()
+            .iter()
             .filter_map(|log| log.stall_deadline(stall))
             .min()
     }
 
-    /// Ends readers that held their stream back for the stall timeout, then
-    /// lets the parked messages in.
+    /// Ends readers that held parked messages back for the stall timeout,
+    /// then lets the parked messages in.
     fn end_stalled(&mut self) {
         let (now, stall) = (Instant::now(), self.config.reader_stall_timeout);
-        for stream in self.parked_streams() {
-            let ended = self
-                .outbox(stream)
-                .is_some_and(|(log, _)| log.end_stalled(now, stall));
-            if ended {
+        for log in self.holding_logs() {
+            if log.end_stalled(now, stall) {
+                let stream = log.stream();
                 tracing::debug!(session_id = %self.id, ?stream, ?stall, "ended a stalled reader");
                 self.bell.ring();
             }
+        }
+        for stream in self.parked_streams() {
             self.flush(stream);
         }
+    }
+
+    /// When the earliest answered stream expires.
+    fn next_expiry(&self) -> Option<Instant> {
+        let (at, _) = self.completed.front()?;
+        Some(*at + self.config.completed_cache_ttl)
     }
 
     /// The request is answered (or cancelled): its stream ends for readers
@@ -656,6 +801,7 @@ impl Worker for LocalSessionWorker {
             self.evict_expired();
             let parked = !self.waiting.is_empty();
             let stall_at = self.stall_deadline();
+            let expiry = self.next_expiry();
             tokio::select! {
                 event = self.event_rx.recv() => {
                     let Some(event) = event else {
@@ -680,6 +826,8 @@ impl Worker for LocalSessionWorker {
                 _ = tokio::time::sleep_until(stall_at.unwrap_or_else(Instant::now)), if stall_at.is_some() => {
                     self.end_stalled();
                 }
+                // Answered streams expire on time, even in a quiet session.
+                _ = tokio::time::sleep_until(expiry.unwrap_or_else(Instant::now)), if expiry.is_some() => {}
                 _ = ct.cancelled() => return Err(WorkerQuitReason::Cancelled),
                 _ = tokio::time::sleep(idle) => return Err(WorkerQuitReason::IdleTimeout(idle)),
             }
