@@ -241,6 +241,8 @@ pub struct StreamLog<E> {
     stream: StreamId,
     room: Room,
     budget: Budget,
+    /// Rung on every change a reader of this log must see.
+    bell: Bell,
 }
 
 impl<E> Drop for StreamLog<E> {
@@ -301,6 +303,7 @@ impl<E: Clone> StreamLog<E> {
             stream,
             room,
             budget,
+            bell: Bell::default(),
         })
     }
 
@@ -342,7 +345,10 @@ impl<E: Clone> StreamLog<E> {
         let now = Instant::now();
         let freed = state.trim(now);
         self.budget.sub(freed);
-        self.push(&mut state, event, id, weight, now)
+        let index = self.push(&mut state, event, id, weight, now);
+        drop(state);
+        self.bell.ring();
+        index
     }
 
     /// Appends an event unless a connected reader has not yet read the
@@ -358,7 +364,10 @@ impl<E: Clone> StreamLog<E> {
             return Err(Full { event, id });
         }
         state.blocked = false;
-        Ok(self.push(&mut state, event, id, weight, now))
+        let index = self.push(&mut state, event, id, weight, now);
+        drop(state);
+        self.bell.ring();
+        Ok(index)
     }
 
     fn push(
@@ -438,6 +447,8 @@ impl<E: Clone> StreamLog<E> {
             return false;
         };
         let gone = state.remove(at, now);
+        drop(state);
+        self.bell.ring();
         tracing::debug!(
             reader = gone.id,
             position = gone.position,
@@ -450,6 +461,7 @@ impl<E: Clone> StreamLog<E> {
     /// Marks the stream as complete: readers end once they have drained it.
     pub fn finish(&self) {
         self.lock().finished = true;
+        self.bell.ring();
     }
 
     /// Whether a primary reader is attached.
@@ -463,6 +475,9 @@ impl<E: Clone> StreamLog<E> {
     pub fn attach_primary(&self, id: ReaderId, position: u64) {
         let mut state = self.lock();
         Self::push_primary(&mut state, self.stream, id, position);
+        drop(state);
+        // A reader it ended or demoted must look again.
+        self.bell.ring();
     }
 
     fn push_primary(state: &mut LogState<E>, stream: StreamId, id: ReaderId, position: u64) {
@@ -497,10 +512,15 @@ impl<E: Clone> StreamLog<E> {
         let mut state = self.lock();
         if state.readers.iter().any(|r| r.role == Role::Primary) {
             Self::push_shadow(&mut state, id);
+            drop(state);
+            // The shadow limit may have ended the oldest shadow.
+            self.bell.ring();
             return None;
         }
         let position = state.resume_position.max(state.floor());
         Self::push_primary(&mut state, self.stream, id, position);
+        drop(state);
+        self.bell.ring();
         Some(position)
     }
 
@@ -531,6 +551,8 @@ impl<E: Clone> StreamLog<E> {
         if let Some(primary) = state.primary() {
             primary.end_at = Some(head);
         }
+        drop(state);
+        self.bell.ring();
     }
 
     /// Ends every reader at once (the session is over).
@@ -538,21 +560,27 @@ impl<E: Clone> StreamLog<E> {
         let mut state = self.lock();
         state.finished = true;
         state.readers.clear();
+        drop(state);
+        self.bell.ring();
     }
 
     /// Removes a reader whose connection is gone, promoting the newest shadow
-    /// if it was the primary. Returns whether anything changed.
-    fn detach(&self, id: ReaderId) -> bool {
+    /// if it was the primary.
+    fn detach(&self, id: ReaderId) {
         let mut state = self.lock();
         let Some(at) = state.readers.iter().position(|r| r.id == id) else {
-            return false;
+            return;
         };
         let gone = state.remove(at, Instant::now());
         tracing::trace!(reader = id, position = gone.position, role = ?gone.role, "reader detached");
         if state.blocked || self.budget.is_starved() {
             self.room.notify();
         }
-        true
+        let promoted = gone.role == Role::Primary;
+        drop(state);
+        if promoted {
+            self.bell.ring();
+        }
     }
 
     fn step(&self, id: ReaderId) -> Step<E> {

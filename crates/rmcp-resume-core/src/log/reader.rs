@@ -10,7 +10,8 @@ use tokio_stream::wrappers::WatchStream;
 
 use super::{ReaderId, Step, StreamLog};
 
-/// Wakes every reader of a session when any of its logs changes.
+/// Wakes the readers of one log when it changes: an event, an end, a
+/// reader promoted or ended. Readers of other streams sleep on.
 #[derive(Debug, Clone)]
 pub struct Bell(Arc<watch::Sender<u64>>);
 
@@ -21,7 +22,7 @@ impl Default for Bell {
 }
 
 impl Bell {
-    /// Tells every reader to look at its log again.
+    /// Tells the log's readers to look at it again.
     pub fn ring(&self) {
         self.0.send_modify(|v| *v = v.wrapping_add(1));
     }
@@ -45,21 +46,19 @@ pub struct Logged<E> {
 pub struct LogReader<E: Clone> {
     log: Arc<StreamLog<E>>,
     id: ReaderId,
-    bell: Bell,
     changes: WatchStream<u64>,
     done: bool,
 }
 
 impl<E: Clone> LogReader<E> {
     /// Reads `log` as reader `id`, which must already be attached.
-    pub fn new(log: Arc<StreamLog<E>>, id: ReaderId, bell: Bell) -> Self {
+    pub fn new(log: Arc<StreamLog<E>>, id: ReaderId) -> Self {
         // Subscribed before the first poll reads the log, so no change
         // between the two can be missed.
-        let changes = WatchStream::from_changes(bell.0.subscribe());
+        let changes = WatchStream::from_changes(log.bell.0.subscribe());
         Self {
             log,
             id,
-            bell,
             changes,
             done: false,
         }
@@ -91,8 +90,6 @@ impl<E: Clone> Stream for LogReader<E> {
 
 impl<E: Clone> Drop for LogReader<E> {
     fn drop(&mut self) {
-        if self.log.detach(self.id) {
-            self.bell.ring();
-        }
+        self.log.detach(self.id);
     }
 }

@@ -74,7 +74,7 @@ fn newest_shadow_is_promoted_from_the_old_primary_position() {
     assert!(matches!(log.step(1), Step::Send(1, _)));
     log.delivered(1, 1);
     assert!(matches!(log.step(3), Step::Wait), "shadows get nothing");
-    assert!(log.detach(1));
+    log.detach(1);
     assert!(
         matches!(log.step(3), Step::Send(2, _)),
         "resumes after what was delivered"
@@ -234,17 +234,15 @@ fn store_assigned_ids_are_kept() {
 #[tokio::test]
 async fn a_reader_streams_what_is_appended_and_ends_when_finished() {
     use futures::StreamExt;
-    let bell = Bell::default();
     let log = StreamLog::new(StreamId::Request(4), 0, 8, 0, Room::default());
     log.attach_primary(1, 0);
-    let mut reader = LogReader::new(log.clone(), 1, bell.clone());
+    let mut reader = LogReader::new(log.clone(), 1);
+    // The log wakes its own readers: nothing else rings.
     log.append("a", None, 0);
-    bell.ring();
     let first = reader.next().await.map(|l| (l.id, l.event));
     assert_eq!(first, Some(("0/4".to_owned(), "a")));
     log.append("b", None, 0);
     log.finish();
-    bell.ring();
     let second = reader.next().await.map(|l| l.event);
     assert_eq!(second, Some("b"));
     assert!(reader.next().await.is_none());
@@ -263,7 +261,7 @@ fn attach_decides_primary_or_shadow_in_one_step() {
     assert_eq!(log.attach(2), None, "a second GET is a shadow");
     assert!(matches!(log.step(1), Step::Send(1, _)));
     log.delivered(1, 1);
-    assert!(log.detach(1));
+    log.detach(1);
     // The shadow took over from where the primary stopped.
     assert!(matches!(log.step(2), Step::Send(2, _)));
     assert_eq!(log.attach(3), None);
@@ -283,7 +281,7 @@ fn a_primary_being_closed_ends_when_a_resume_replaces_it() {
     );
     // Had it been kept as a shadow, its stale end would end it the moment
     // it was promoted; instead the live primary simply carries on.
-    assert!(log.detach(2));
+    log.detach(2);
     assert!(!log.has_primary(), "nothing stale is promoted");
     assert_eq!(
         log.attach(4),
@@ -370,4 +368,38 @@ fn a_starved_session_holds_back_only_readers_of_the_oldest_event() {
         Some(8),
         "evictable once its reader ended"
     );
+}
+
+#[test]
+fn an_event_wakes_only_the_readers_of_its_own_stream() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::task::{Context, Poll, Wake, Waker};
+
+    use futures::Stream;
+
+    struct Count(AtomicUsize);
+    impl Wake for Count {
+        fn wake(self: Arc<Self>) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+    let room = Room::default();
+    let quiet = StreamLog::new(StreamId::Request(1), 0, 8, 0, room.clone());
+    let busy = StreamLog::new(StreamId::Request(2), 0, 8, 0, room);
+    quiet.attach_primary(1, 0);
+    let mut reader = std::pin::pin!(LogReader::new(quiet.clone(), 1));
+    let wakes = Arc::new(Count(AtomicUsize::new(0)));
+    let waker = Waker::from(wakes.clone());
+    let mut cx = Context::from_waker(&waker);
+    assert!(reader.as_mut().poll_next(&mut cx).is_pending());
+    for _ in 0..100 {
+        busy.append("other", None, 0);
+    }
+    assert_eq!(wakes.0.load(Ordering::SeqCst), 0, "another stream's events");
+    quiet.append("mine", None, 0);
+    assert_eq!(wakes.0.load(Ordering::SeqCst), 1, "its own event");
+    assert!(matches!(
+        reader.as_mut().poll_next(&mut cx),
+        Poll::Ready(Some(_))
+    ));
 }

@@ -6,9 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
-use rmcp_resume_core::log::{
-    Bell, Budget, Full, LogReader, Meter, ReaderId, Room, StreamLog, Window,
-};
+use rmcp_resume_core::log::{Budget, Full, LogReader, Meter, ReaderId, Room, StreamLog, Window};
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
@@ -152,7 +150,6 @@ pub(super) fn new_session(
         routes: Routes::default(),
         next_http_request_id: base,
         next_reader: 0,
-        bell: Bell::default(),
         room,
         window,
         budget,
@@ -187,7 +184,6 @@ pub struct LocalSessionWorker {
     routes: Routes,
     next_http_request_id: HttpRequestId,
     next_reader: ReaderId,
-    bell: Bell,
     room: Room,
     window: Window,
     budget: Budget,
@@ -200,7 +196,6 @@ impl Drop for LocalSessionWorker {
         for stream in self.requests.values() {
             stream.log.close();
         }
-        self.bell.ring();
     }
 }
 
@@ -236,8 +231,7 @@ impl LocalSessionWorker {
     fn connect_primary(&mut self, log: &Log, position: u64) -> EventStream {
         let id = self.reader();
         log.attach_primary(id, position);
-        self.bell.ring();
-        events(LogReader::new(log.clone(), id, self.bell.clone()))
+        events(LogReader::new(log.clone(), id))
     }
 
     /// Appends one of the server's own control frames (a priming `retry`),
@@ -246,7 +240,6 @@ impl LocalSessionWorker {
         let id = self.store(log.stream(), &event).await?;
         let weight = weigh(&event);
         log.append(event, id, weight);
-        self.bell.ring();
         Ok(())
     }
 
@@ -293,12 +286,7 @@ impl LocalSessionWorker {
         if start.is_none() {
             tracing::debug!(session_id = %self.id, "standalone stream already live; opening a shadow");
         }
-        self.bell.ring();
-        let stream = events(LogReader::new(
-            self.standalone.clone(),
-            id,
-            self.bell.clone(),
-        ));
+        let stream = events(LogReader::new(self.standalone.clone(), id));
         OpenedStream {
             http_request_id: None,
             stream,
@@ -371,7 +359,6 @@ impl LocalSessionWorker {
         let parked = if queue.is_empty() {
             match self.try_admit(stream, parked) {
                 Ok(()) => {
-                    self.bell.ring();
                     return;
                 }
                 Err(parked) => parked,
@@ -527,9 +514,7 @@ impl LocalSessionWorker {
         if self.waiting.is_empty() {
             self.budget.set_starved(false);
         }
-        if appended {
-            self.bell.ring();
-        }
+        if appended {}
     }
 
     /// Every stream with parked messages.
@@ -578,7 +563,6 @@ impl LocalSessionWorker {
             if log.end_stalled(now, stall) {
                 let stream = log.stream();
                 tracing::debug!(session_id = %self.id, ?stream, ?stall, "ended a stalled reader");
-                self.bell.ring();
             }
         }
         for stream in self.parked_streams() {
@@ -603,7 +587,6 @@ impl LocalSessionWorker {
                 self.completed.push_back((now, m));
             }
             self.routes.remove(stream.routes.drain());
-            self.bell.ring();
         }
     }
 
@@ -644,7 +627,6 @@ impl LocalSessionWorker {
             self.append(&log, ServerSseMessage::retry(retry)).await?;
         }
         log.end_readers();
-        self.bell.ring();
         Ok(())
     }
 
