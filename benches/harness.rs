@@ -14,6 +14,13 @@
 //!   reader stopped reading while the server had megabytes to send it.
 //! - `wedged`: the requests and WARN lines one wedged stream causes over a
 //!   fixed window (a tool answers while its client is cut off).
+//! - `soak`: the churn soak of `tests/churn.rs` (streamed calls, bursts of
+//!   1,000, a standalone ticker, random cuts), both shapes, five seeds, each
+//!   side's client against its own server: calls whole, duplicated, gapped,
+//!   failed, hung; ticks lost and duplicated; requests per cut.
+//! - `flood`: 1,000 sessions each flooding its standalone stream with no
+//!   reader, against a server (a child process) whose replay budget is
+//!   64 MiB in all: peak RSS against that budget.
 //!
 //! Results go to `target/bench-report/harness.json`; `benches/report.py`
 //! turns them and criterion's estimates into the README's table and chart.
@@ -248,15 +255,23 @@ async fn allocations(quick: bool) -> AnyResult<Value> {
     Ok(Value::Object(out))
 }
 
-/// `--serve SIDE`: a server alone in this process, for the memory section.
-async fn serve_alone(side: &str) -> AnyResult<()> {
+/// `--serve SIDE [BUDGET]`: a server alone in this process, for the memory
+/// and flood sections; `BUDGET` bytes of replay for all sessions (the fork).
+async fn serve_alone(side: &str, budget: Option<usize>) -> AnyResult<()> {
     let side = match side {
         "upstream" => Side::Upstream,
         "fork" => Side::Fork,
         other => anyhow::bail!("unknown side {other}"),
     };
     let ct = CancellationToken::new();
-    let url = serve(side, &ct).await?;
+    let mut server = TestServer::new(side).nodelay().cancelled_by(&ct);
+    if let Some(total) = budget {
+        server = server.replay_bytes(
+            rmcp::transport::streamable_http_server::session::local::SessionConfig::DEFAULT_MAX_REPLAY_BYTES,
+            total,
+        );
+    }
+    let url = server.serve().await?.into_url();
     println!("{url}");
     std::io::stdout().flush()?;
     // Serve until the parent closes stdin.
@@ -295,10 +310,18 @@ async fn idle_session(
     Ok((session, stream))
 }
 
-async fn memory_of(side: Side, sessions: usize) -> AnyResult<Value> {
+/// A server in a child process: the child, its pid and its URL.
+fn spawn_server(
+    side: Side,
+    budget: Option<usize>,
+) -> AnyResult<(std::process::Child, u32, String)> {
     let exe = std::env::current_exe()?;
-    let mut child = std::process::Command::new(exe)
-        .args(["--serve", side.name()])
+    let mut command = std::process::Command::new(exe);
+    command.args(["--serve", side.name()]);
+    if let Some(budget) = budget {
+        command.arg(budget.to_string());
+    }
+    let mut child = command
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .spawn()?;
@@ -309,7 +332,114 @@ async fn memory_of(side: Side, sessions: usize) -> AnyResult<Value> {
         .take()
         .ok_or_else(|| anyhow::anyhow!("no stdout"))?;
     std::io::BufReader::new(stdout).read_line(&mut url)?;
-    let url = url.trim().to_owned();
+    Ok((child, pid, url.trim().to_owned()))
+}
+
+/// Opens a session and floods its standalone stream, which no one reads.
+async fn flooding_session(
+    http: reqwest::Client,
+    url: String,
+    count: u32,
+    size: u32,
+) -> AnyResult<RawSession> {
+    let mut session = RawSession::open_with(http, &url).await?;
+    let (_, response) = session
+        .call("flood", json!({ "count": count, "size": size }), false)
+        .await?;
+    let body = response.text().await?;
+    anyhow::ensure!(body.contains(&format!("flooded {count}")), "{body}");
+    Ok(session)
+}
+
+async fn flood_of(
+    side: Side,
+    sessions: usize,
+    budget: usize,
+    count: u32,
+    size: u32,
+) -> AnyResult<Value> {
+    let (mut child, pid, url) = spawn_server(side, Some(budget))?;
+    let http = reqwest::Client::new();
+    let warm = flooding_session(http.clone(), url.clone(), 1, 16).await?;
+    let (baseline, _) = rss(pid)?;
+    let held: Vec<_> = futures::stream::iter(
+        (0..sessions).map(|_| flooding_session(http.clone(), url.clone(), count, size)),
+    )
+    .buffer_unordered(32)
+    .collect()
+    .await;
+    let held = held.into_iter().collect::<AnyResult<Vec<_>>>()?;
+    let (after, peak) = rss(pid)?;
+    drop(held);
+    drop(warm);
+    drop(child.stdin.take());
+    let _ = child.wait();
+    Ok(json!({
+        "sessions": sessions,
+        "flooded_bytes": sessions as u64 * u64::from(count) * u64::from(size),
+        "budget_bytes": budget,
+        "baseline_bytes": baseline,
+        "rss_bytes": after,
+        "peak_bytes": peak,
+        "growth_bytes": peak.saturating_sub(baseline),
+    }))
+}
+
+/// Each session floods 64 notifications of 4 KiB (256 KiB; 250 MiB in all
+/// at 1,000 sessions). The same sessions sending one tiny notification give
+/// what a session costs without its history, so the difference is what the
+/// history costs, beside the budget.
+async fn flood(quick: bool) -> AnyResult<Value> {
+    const COUNT: u32 = 64;
+    const SIZE: u32 = 4 << 10;
+    let sessions = if quick { 100 } else { 1_000 };
+    let mut out = serde_json::Map::new();
+    let rows = [
+        ("fork, 64 MiB budget", Side::Fork, 64 << 20, COUNT, SIZE),
+        ("fork, 16 MiB budget", Side::Fork, 16 << 20, COUNT, SIZE),
+        ("fork, no flood", Side::Fork, 64 << 20, 1, 16),
+        ("upstream", Side::Upstream, 64 << 20, COUNT, SIZE),
+        ("upstream, no flood", Side::Upstream, 64 << 20, 1, 16),
+    ];
+    for (name, side, budget, count, size) in rows {
+        out.insert(
+            name.into(),
+            flood_of(side, sessions, budget, count, size).await?,
+        );
+    }
+    Ok(Value::Object(out))
+}
+
+async fn soak(quick: bool) -> AnyResult<Value> {
+    use rmcp_resume_testkit::soak::{self, Shape, Tally};
+    let seeds = if quick { 1..=1 } else { 1..=5 };
+    let mut out = serde_json::Map::new();
+    for (name, shape) in [("standard", Shape::standard()), ("harsh", Shape::harsh())] {
+        let mut row = serde_json::Map::new();
+        for side in Side::BOTH {
+            let mut tallies = Vec::new();
+            for seed in seeds.clone() {
+                tallies.push(soak::run(side, seed, shape).await?);
+            }
+            let t = Tally::sum(tallies);
+            row.insert(
+                side.name().into(),
+                json!({
+                    "calls": t.calls, "whole": t.whole, "duplicated": t.duplicated,
+                    "gapped": t.gapped, "failed": t.failed, "hung": t.hung,
+                    "ticks_sent": t.ticks_sent, "ticks_lost": t.ticks_lost,
+                    "ticks_duplicated": t.ticks_duplicated,
+                    "cuts": t.cuts, "resumes": t.resumes,
+                }),
+            );
+        }
+        out.insert(name.into(), Value::Object(row));
+    }
+    Ok(Value::Object(out))
+}
+
+async fn memory_of(side: Side, sessions: usize) -> AnyResult<Value> {
+    let (mut child, pid, url) = spawn_server(side, None)?;
     // One session first, so that lazily allocated runtime state is in the
     // baseline rather than charged to the sessions.
     let http = reqwest::Client::new();
@@ -491,7 +621,8 @@ fn main() -> AnyResult<()> {
     let runtime = tokio::runtime::Runtime::new()?;
     if let Some(i) = args.iter().position(|a| a == "--serve") {
         let side = args.get(i + 1).cloned().unwrap_or_default();
-        return runtime.block_on(serve_alone(&side));
+        let budget = args.get(i + 2).and_then(|b| b.parse().ok());
+        return runtime.block_on(serve_alone(&side, budget));
     }
     let warns = Arc::new(AtomicUsize::new(0));
     tracing::subscriber::set_global_default(
@@ -537,6 +668,14 @@ fn main() -> AnyResult<()> {
         if wanted("memory") {
             eprintln!("harness: memory per idle session");
             results.insert("memory".into(), memory(quick).await?);
+        }
+        if wanted("flood") {
+            eprintln!("harness: 1,000 flooding sessions against a 64 MiB replay budget");
+            results.insert("flood".into(), flood(quick).await?);
+        }
+        if wanted("soak") {
+            eprintln!("harness: churn soak, five seeds, both shapes");
+            results.insert("soak".into(), soak(quick).await?);
         }
         Ok::<_, anyhow::Error>(())
     })?;

@@ -1,121 +1,69 @@
-//! A seeded soak under connection churn: several clients of the fork call a
-//! tool that streams progress, through a proxy that closes every connection
-//! after a random lifetime. Every call must complete with every progress
-//! value exactly once: no hang, no duplicate, no gap.
+//! The seeded churn soak, fork against upstream in the same run: clients call
+//! a tool that streams progress (their first call a burst of 1,000) and
+//! listen to a ticker on the standalone stream, through a proxy that closes
+//! every connection after a random lifetime. The fork must complete every
+//! call whole; upstream's figures are printed beside it.
 
 use std::time::Duration;
 
-use rmcp::ServiceExt;
-use rmcp::model::CallToolRequestParams;
-use rmcp::transport::StreamableHttpClientTransport;
-use rmcp_resume_testkit::progress::ProgressRecorder;
-use rmcp_resume_testkit::proxy::Proxy;
-use rmcp_resume_testkit::{Side, TestServer};
-use serde_json::json;
+use rmcp_resume_testkit::Side;
+use rmcp_resume_testkit::soak::{self, Shape, Tally};
 
-/// Bound on one call, so a hang fails the test.
-const CALL_LIMIT: Duration = Duration::from_secs(60);
-/// Progress notifications per call.
-const STEPS: u32 = 20;
+const SEEDS: std::ops::RangeInclusive<u64> = 1..=5;
 
-/// One soak's shape.
-#[derive(Clone, Copy)]
-struct Churn {
-    clients: usize,
-    calls: usize,
-    /// Between two progress notifications.
-    interval: Duration,
-    /// Connection lifetimes.
-    lifetimes: (Duration, Duration),
+/// Upstream hangs in its empty-`200` loop: a shorter limit keeps the run
+/// short, and a hang is a hang either way.
+fn for_upstream(shape: Shape) -> Shape {
+    Shape {
+        call_limit: Duration::from_secs(10),
+        ..shape
+    }
 }
 
-async fn soak(seed: u64, churn: Churn) -> anyhow::Result<()> {
-    let served = TestServer::new(Side::Fork).serve().await?;
-    let proxy = Proxy::start(served.addr, "", served.ct.clone()).await?;
-    proxy.churn(seed, churn.lifetimes.0, churn.lifetimes.1);
-    let url = format!("http://{}/mcp", proxy.addr);
-    let mut clients = tokio::task::JoinSet::new();
-    for client in 0..churn.clients {
-        let url = url.clone();
-        clients.spawn(async move {
-            let recorder = ProgressRecorder::default();
-            let service = recorder
-                .clone()
-                .serve(StreamableHttpClientTransport::from_uri(url))
-                .await?;
-            for call in 0..churn.calls {
-                let token = format!("client {client}, call {call}");
-                recorder.clear();
-                let params: CallToolRequestParams = serde_json::from_value(json!({
-                    "name": "stream",
-                    "arguments": { "count": STEPS, "interval_ms": churn.interval.as_millis() as u64 },
-                }))?;
-                let result =
-                    tokio::time::timeout(CALL_LIMIT, service.peer().call_tool(params)).await;
-                let result = result.map_err(|_| anyhow::anyhow!("seed {seed}: {token} hung"))??;
-                let text = result
-                    .content
-                    .first()
-                    .and_then(|c| c.as_text())
-                    .map(|t| t.text.clone());
-                anyhow::ensure!(
-                    text == Some(format!("streamed {STEPS}")),
-                    "seed {seed}: {token}: {text:?}"
-                );
-                let seen = recorder.until(STEPS as usize, Duration::from_secs(10)).await;
-                anyhow::ensure!(seen.len() == 1, "seed {seed}: {token}: tokens {seen:?}");
-                let mut values: Vec<f64> = seen.into_values().flatten().collect();
-                values.sort_by(f64::total_cmp);
-                let expected: Vec<f64> = (1..=STEPS).map(f64::from).collect();
-                anyhow::ensure!(
-                    values == expected,
-                    "seed {seed}: {token}: progress {values:?}"
-                );
-            }
-            service.cancel().await?;
-            Ok::<_, anyhow::Error>(())
-        });
+async fn both(shape: Shape) -> anyhow::Result<Vec<(u64, Tally, Tally)>> {
+    let mut runs = Vec::new();
+    for seed in SEEDS {
+        let fork = soak::run(Side::Fork, seed, shape).await?;
+        let upstream = soak::run(Side::Upstream, seed, for_upstream(shape)).await?;
+        eprintln!("seed {seed}\n  fork:     {fork:?}\n  upstream: {upstream:?}");
+        anyhow::ensure!(
+            fork.cuts > 0,
+            "seed {seed}: the proxy never cut a connection"
+        );
+        runs.push((seed, fork, upstream));
     }
-    while let Some(done) = clients.join_next().await {
-        done??;
-    }
-    anyhow::ensure!(
-        proxy.cuts() > 0,
-        "seed {seed}: the proxy never cut a connection"
-    );
-    eprintln!("seed {seed}: {} connections cut", proxy.cuts());
-    Ok(())
+    Ok(runs)
 }
 
-/// Five seeds of one shape.
-async fn soak_seeds(churn: Churn) -> anyhow::Result<()> {
-    for seed in 1..=5 {
-        soak(seed, churn).await?;
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_call_completes_whole_under_random_cuts() -> anyhow::Result<()> {
+    for (seed, fork, upstream) in both(Shape::standard()).await? {
+        assert_eq!(fork.whole, fork.calls, "seed {seed}: {fork:?}");
+        assert_eq!(fork.ticks_duplicated, 0, "seed {seed}: {fork:?}");
+        assert!(
+            fork.ticks_lost * 100 <= fork.ticks_sent,
+            "seed {seed}: more than 1% of ticks lost: {fork:?}"
+        );
+        // Side by side: never worse than upstream on any count.
+        assert!(fork.whole >= upstream.whole, "seed {seed}");
+        assert!(fork.ticks_lost <= upstream.ticks_lost, "seed {seed}");
     }
     Ok(())
 }
 
-/// The churn issue's setup: 8 clients × 6 calls of 20 progress
-/// notifications 25 ms apart, every connection closed after 50–600 ms.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn calls_complete_whole_under_random_cuts() -> anyhow::Result<()> {
-    let churn = Churn {
-        clients: 8,
-        calls: 6,
-        interval: Duration::from_millis(25),
-        lifetimes: (Duration::from_millis(50), Duration::from_millis(600)),
-    };
-    soak_seeds(churn).await
-}
-
-/// Harsher: 16 clients, connections living 20–300 ms.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn calls_complete_whole_under_harsher_cuts() -> anyhow::Result<()> {
-    let churn = Churn {
-        clients: 16,
-        calls: 3,
-        interval: Duration::from_millis(10),
-        lifetimes: (Duration::from_millis(20), Duration::from_millis(300)),
-    };
-    soak_seeds(churn).await
+async fn harsher_cuts_cost_no_silent_gap_duplicate_or_hang() -> anyhow::Result<()> {
+    for (seed, fork, _upstream) in both(Shape::harsh()).await? {
+        assert_eq!(
+            (fork.gapped, fork.duplicated, fork.hung),
+            (0, 0, 0),
+            "seed {seed}: {fork:?}"
+        );
+        assert!(
+            fork.failed * 20 <= fork.calls,
+            "seed {seed}: more than 5% failed: {fork:?}"
+        );
+        assert_eq!(fork.ticks_duplicated, 0, "seed {seed}: {fork:?}");
+    }
+    Ok(())
 }

@@ -74,7 +74,7 @@ async fn run_peer(
 
 fn assert_scenario(stdout: &str) {
     assert!(
-        stdout.contains("tools: announce,build_info,burst,echo,flood,stream,sum,work"),
+        stdout.contains("tools: announce,build_info,burst,echo,flood,stream,sum,tick,work"),
         "{stdout}"
     );
     assert!(stdout.contains("sum: 42"), "{stdout}");
@@ -200,5 +200,79 @@ async fn fork_client_resumes_against_the_python_sdk_server() -> anyhow::Result<(
     )?;
     let resumes = resume_against_peer_server(python, &[dir.join("py_server.py")]).await?;
     assert!((1..=3).contains(&resumes), "{resumes} resumes");
+    Ok(())
+}
+
+/// Runs `program args… <url> <clients> <calls>` against a fork server behind
+/// a proxy that closes every connection after 50–600 ms (seed `seed`), and
+/// returns the peer's tally and how many connections were cut.
+async fn churn_peer(
+    program: PathBuf,
+    args: &[PathBuf],
+    seed: u64,
+) -> anyhow::Result<(serde_json::Value, usize)> {
+    const CLIENTS: usize = 8;
+    const CALLS: usize = 6;
+    let served = TestServer::new(Side::Fork).serve().await?;
+    let proxy = Proxy::start(served.addr, "", served.ct.clone()).await?;
+    proxy.churn(seed, Duration::from_millis(50), Duration::from_millis(600));
+    let child = tokio::process::Command::new(&program)
+        .args(args)
+        .arg(format!("http://{}/mcp", proxy.addr))
+        .arg(CLIENTS.to_string())
+        .arg(CALLS.to_string())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()?;
+    // Every call has its own 60 s limit inside the peer; this bounds the lot.
+    let output = tokio::time::timeout(Duration::from_secs(600), child.wait_with_output()).await??;
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    let tally = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("tally "))
+        .and_then(|t| serde_json::from_str(t).ok())
+        .ok_or_else(|| {
+            anyhow::anyhow!(
+                "no tally ({}):\n{stdout}\n{}",
+                output.status,
+                String::from_utf8_lossy(&output.stderr)
+            )
+        })?;
+    Ok((tally, proxy.cuts()))
+}
+
+fn assert_churn(peer: &str, tally: &serde_json::Value, cuts: usize) {
+    eprintln!("{peer} under churn: {tally} ({cuts} connections cut)");
+    assert!(cuts > 0, "{peer}: the proxy never cut a connection");
+    assert_eq!(tally["calls"], 48, "{peer}: {tally}");
+    assert_eq!(tally["whole"], 48, "{peer}: every call whole: {tally}");
+}
+
+/// The TypeScript SDK's clients (which wait the server's `retry` before each
+/// resume) under the churn soak's cuts: the fork's server keeps their cursors
+/// for twice `retry`, so every call completes whole.
+#[tokio::test]
+async fn typescript_sdk_clients_complete_every_call_under_churn() -> anyhow::Result<()> {
+    let dir = peers();
+    require(
+        dir.join("node_modules/@modelcontextprotocol/sdk"),
+        "@modelcontextprotocol/sdk",
+    )?;
+    let (tally, cuts) = churn_peer(PathBuf::from("node"), &[dir.join("ts_churn.mjs")], 1).await?;
+    assert_churn("typescript", &tally, cuts);
+    Ok(())
+}
+
+/// The same with the Python SDK's clients.
+#[tokio::test]
+async fn python_sdk_clients_complete_every_call_under_churn() -> anyhow::Result<()> {
+    let dir = peers();
+    let python = require(
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/peers-venv/bin/python"),
+        "the Python SDK (mcp) virtualenv",
+    )?;
+    let (tally, cuts) = churn_peer(python, &[dir.join("py_churn.py")], 1).await?;
+    assert_churn("python", &tally, cuts);
     Ok(())
 }

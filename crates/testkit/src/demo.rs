@@ -194,6 +194,27 @@ impl DemoServer {
         format!("streamed {count}")
     }
 
+    #[tool(
+        description = "Send `count` resources/updated notifications `tick://1`, `tick://2`, … `interval_ms` apart on the standalone stream, from a task of their own; returns at once"
+    )]
+    fn tick(
+        &self,
+        peer: Peer<RoleServer>,
+        Parameters(StreamArgs { count, interval_ms }): Parameters<StreamArgs>,
+    ) -> String {
+        tokio::spawn(async move {
+            for n in 1..=count {
+                tokio::time::sleep(std::time::Duration::from_millis(interval_ms)).await;
+                let param =
+                    rmcp::model::ResourceUpdatedNotificationParam::new(format!("tick://{n}"));
+                if peer.notify_resource_updated(param).await.is_err() {
+                    break;
+                }
+            }
+        });
+        format!("ticking {count}")
+    }
+
     #[tool(description = "Add two integers")]
     fn sum(&self, Parameters(SumArgs { a, b }): Parameters<SumArgs>) -> String {
         a.saturating_add(b).to_string()

@@ -10,6 +10,7 @@
 //! | [`proxy`] | a TCP proxy that cuts connections on demand or at random (seeded) |
 //! | [`raw`] | a raw MCP session over HTTP, reading SSE frame by frame |
 //! | [`scenario`] | the cut-call scenario, run the same way on both sides |
+//! | [`soak`] | the churn soak (streamed calls, bursts, a standalone ticker, random cuts), tallied the same way on both sides |
 //! | [`store`] | a session store in memory, for restores |
 
 pub mod demo;
@@ -20,6 +21,7 @@ pub mod proxy;
 pub mod raw;
 pub mod scenario;
 pub mod server;
+pub mod soak;
 pub mod store;
 
 pub use demo::DemoServer;

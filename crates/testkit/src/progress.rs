@@ -16,6 +16,8 @@ use tokio::sync::Notify;
 #[derive(Clone, Default)]
 pub struct ProgressRecorder {
     seen: Arc<Mutex<BTreeMap<String, Vec<f64>>>>,
+    /// The numbers of the `tick://N` resource updates (the `tick` tool).
+    ticks: Arc<Mutex<Vec<u32>>>,
     recorded: Arc<Notify>,
 }
 
@@ -28,6 +30,31 @@ impl ProgressRecorder {
     /// Forgets what was recorded.
     pub fn clear(&self) {
         self.seen.lock().unwrap_or_else(|p| p.into_inner()).clear();
+    }
+
+    /// The tick numbers received, in arrival order (duplicates included).
+    pub fn ticks(&self) -> Vec<u32> {
+        self.ticks.lock().map(|t| t.clone()).unwrap_or_default()
+    }
+
+    /// Waits until ticks `1..=count` have all arrived, or `limit` passes.
+    /// (Each handler runs in a task of its own, so the last tick may be
+    /// recorded before an earlier one.)
+    pub async fn until_ticks(&self, count: u32, limit: Duration) -> Vec<u32> {
+        let waiting = async {
+            loop {
+                let recorded = self.recorded.notified();
+                let mut seen = self.ticks();
+                seen.sort_unstable();
+                seen.dedup();
+                if seen.len() >= count as usize {
+                    return;
+                }
+                recorded.await;
+            }
+        };
+        let _ = tokio::time::timeout(limit, waiting).await;
+        self.ticks()
     }
 
     /// Waits until `count` values are in, or `limit` passes; returns them.
@@ -62,6 +89,22 @@ impl ClientHandler for ProgressRecorder {
             .entry(token)
             .or_default()
             .push(param.progress);
+        self.recorded.notify_waiters();
+    }
+
+    async fn on_resource_updated(
+        &self,
+        param: rmcp::model::ResourceUpdatedNotificationParam,
+        _: NotificationContext<RoleClient>,
+    ) {
+        let Some(n) = param
+            .uri
+            .strip_prefix("tick://")
+            .and_then(|n| n.parse().ok())
+        else {
+            return;
+        };
+        self.ticks.lock().unwrap_or_else(|p| p.into_inner()).push(n);
         self.recorded.notify_waiters();
     }
 

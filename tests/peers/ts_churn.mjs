@@ -1,0 +1,45 @@
+// The TypeScript SDK's clients under connection churn: argv[2] is the URL
+// (a proxy that cuts every connection after a random lifetime), argv[3] the
+// number of clients, argv[4] the calls each makes. Each call streams 20
+// progress notifications; it is whole when each value arrived exactly once.
+// Prints one `tally` line of JSON.
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+
+const [url, clients, calls] = [new URL(process.argv[2]), Number(process.argv[3]), Number(process.argv[4])];
+const STEPS = 20;
+const LIMIT_MS = 60000;
+const tally = { calls: 0, whole: 0, duplicated: 0, gapped: 0, failed: 0, hung: 0 };
+
+function withLimit(promise) {
+  let timer;
+  const limit = new Promise((resolve) => { timer = setTimeout(() => resolve("hung"), LIMIT_MS); });
+  return Promise.race([promise, limit]).finally(() => clearTimeout(timer));
+}
+
+async function run() {
+  const transport = new StreamableHTTPClientTransport(url);
+  transport.onerror = () => {};
+  const client = new Client({ name: "ts-churn", version: "1.0.0" });
+  await client.connect(transport);
+  for (let i = 0; i < calls; i++) {
+    tally.calls += 1;
+    const values = [];
+    const call = client.callTool(
+      { name: "stream", arguments: { count: STEPS, interval_ms: 25 } },
+      undefined,
+      { onprogress: (p) => values.push(p.progress), timeout: LIMIT_MS, resetTimeoutOnProgress: true },
+    ).then(() => "answered", () => "failed");
+    const ended = await withLimit(call);
+    if (ended !== "answered") { tally[ended] += 1; continue; }
+    const unique = new Set(values);
+    if (unique.size < STEPS) tally.gapped += 1;
+    else if (values.length > unique.size) tally.duplicated += 1;
+    else tally.whole += 1;
+  }
+  await withLimit(client.close().catch(() => {}));
+}
+
+await Promise.all(Array.from({ length: clients }, run));
+console.log(`tally ${JSON.stringify(tally)}`);
+process.exit(0);
