@@ -199,12 +199,33 @@ where
     Ok(url)
 }
 
+/// A window of exactly `events` events. The fork also keeps every event of
+/// the last few seconds (twice `retry`); the demo turns that off so both
+/// sides evict at the same count, and the difference is what each says.
+trait StrictWindow {
+    fn strict_window(&mut self, events: usize);
+}
+
+impl StrictWindow for rmcp::transport::streamable_http_server::session::local::SessionConfig {
+    fn strict_window(&mut self, events: usize) {
+        self.channel_capacity = events;
+        self.max_replay_events = events;
+        self.replay_retention = Some(Duration::ZERO);
+    }
+}
+
+impl StrictWindow for upstream::transport::streamable_http_server::session::local::SessionConfig {
+    fn strict_window(&mut self, events: usize) {
+        self.channel_capacity = events;
+    }
+}
+
 /// The same server on each side: a replay window of `window` events.
 macro_rules! server {
     ($krate:ident, $window:expr, $answered:expr, $ct:expr) => {{
         use $krate::transport::streamable_http_server::session::local::LocalSessionManager;
         let mut manager = LocalSessionManager::default();
-        manager.session_config.channel_capacity = $window;
+        manager.session_config.strict_window($window);
         // Request streams prime with the session's `retry`.
         manager.session_config.sse_retry = Some(RETRY);
         let config = $krate::transport::StreamableHttpServerConfig::default()

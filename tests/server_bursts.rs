@@ -15,11 +15,35 @@ use serde_json::json;
 /// Bound on one run, so a regression fails instead of hanging.
 const LIMIT: Duration = Duration::from_secs(120);
 
+/// Runs of each 10,000-event case: `RMCP_RESUME_BURST_RUNS`, else 2 (CI runs
+/// the 1,000-event burst 20 times; the closing notes give 20-run figures).
+fn runs() -> usize {
+    std::env::var("RMCP_RESUME_BURST_RUNS")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(2)
+}
+
+/// The window a burst runs against: the defaults (which hold a whole burst
+/// of 1,000), or 16 events and nothing kept for time, so the handler must
+/// wait for its reader every 16 events.
+#[derive(Clone, Copy)]
+enum Window {
+    Default,
+    Tight,
+}
+
+fn server(window: Window) -> TestServer {
+    match window {
+        Window::Default => TestServer::new(Side::Fork),
+        Window::Tight => TestServer::new(Side::Fork).window(16),
+    }
+}
+
 /// One `work` call streaming `count` progress notifications through the
-/// fork's client and server (default 16-event window); every value arrives,
-/// once.
-async fn burst(count: u32) -> anyhow::Result<()> {
-    let served = TestServer::new(Side::Fork).serve().await?;
+/// fork's client and server; every value arrives, once.
+async fn burst(count: u32, window: Window) -> anyhow::Result<()> {
+    let served = server(window).serve().await?;
     // The tool answers as soon as its progress is out.
     served.gate.notify_one();
     let recorder = ProgressRecorder::default();
@@ -56,21 +80,34 @@ async fn burst(count: u32) -> anyhow::Result<()> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_burst_of_1000_progress_notifications_arrives_complete() -> anyhow::Result<()> {
     for _ in 0..20 {
-        burst(1_000).await?;
+        burst(1_000, Window::Default).await?;
+        burst(1_000, Window::Tight).await?;
     }
     Ok(())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_burst_of_10000_progress_notifications_arrives_complete() -> anyhow::Result<()> {
-    burst(10_000).await
+    for _ in 0..runs() {
+        burst(10_000, Window::Default).await?;
+        burst(10_000, Window::Tight).await?;
+    }
+    Ok(())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ten_thousand_standalone_notifications_reach_a_reader_that_keeps_reading()
 -> anyhow::Result<()> {
+    for _ in 0..runs() {
+        standalone(Window::Default).await?;
+        standalone(Window::Tight).await?;
+    }
+    Ok(())
+}
+
+async fn standalone(window: Window) -> anyhow::Result<()> {
     const COUNT: usize = 10_000;
-    let served = TestServer::new(Side::Fork).keep_alive(None).serve().await?;
+    let served = server(window).keep_alive(None).serve().await?;
     let mut session = RawSession::open(&served.url).await?;
     let listening = session.get(None).await?;
     assert_eq!(listening.status(), 200);
