@@ -8,7 +8,10 @@ section of docs/benchmarks.md between the `bench:begin` and `bench:end` markers.
 
 Every figure is a ratio fork/upstream measured in the same run; the chart
 shows each as "fork cost relative to upstream" (below 1: the fork is better).
-Usage: python3 benches/report.py [--no-page]
+The harness's `soak` and `flood` sections go between the `reliability:begin`
+and `reliability:end` markers; `--reliability-only` updates just those (no
+criterion run needed).
+Usage: python3 benches/report.py [--no-page] [--reliability-only]
 """
 
 import json
@@ -24,6 +27,7 @@ TABLE = ROOT / "target" / "bench-report" / "table.md"
 CHART = ROOT / "docs" / "bench-ratios.png"
 PAGE = ROOT / "docs" / "benchmarks.md"
 BEGIN, END = "<!-- bench:begin -->", "<!-- bench:end -->"
+RELIABILITY_BEGIN, RELIABILITY_END = "<!-- reliability:begin -->", "<!-- reliability:end -->"
 
 
 def median_ns(*parts):
@@ -212,7 +216,62 @@ def chart(rows):
     fig.savefig(CHART, dpi=110)
 
 
+def reliability(harness):
+    lines = []
+    soak = harness.get("soak", {})
+    if soak:
+        lines += [
+            "| Shape | Side | calls | whole | duplicated | silent gaps | failed | hung | ticks lost | ticks duplicated | cuts | resumes |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        ]
+        for shape, row in soak.items():
+            for side in ("upstream", "fork"):
+                t = row.get(side)
+                if not t:
+                    continue
+                lines.append(
+                    f"| {shape} | {side} | {t['calls']} | {t['whole']} | {t['duplicated']} | {t['gapped']} "
+                    f"| {t['failed']} | {t['hung']} | {t['ticks_lost']} of {t['ticks_sent']} "
+                    f"| {t['ticks_duplicated']} | {t['cuts']} | {t['resumes']} |"
+                )
+        lines.append("")
+    flood = harness.get("flood", {})
+    if flood:
+        mib = 1 << 20
+        lines += [
+            "| Server | sessions | flooded | replay budget (all sessions) | RSS growth |",
+            "|---|---|---|---|---|",
+        ]
+        for name, r in flood.items():
+            budget = (
+                "none (16 events a stream)"
+                if name.startswith("upstream")
+                else f"{r['budget_bytes'] / mib:.0f} MiB"
+            )
+            lines.append(
+                f"| {name} | {r['sessions']} | {r['flooded_bytes'] / mib:.0f} MiB "
+                f"| {budget} | {r['growth_bytes'] / mib:.1f} MiB |"
+            )
+    return "\n".join(lines)
+
+
+def replace_section(begin, end, text):
+    page = PAGE.read_text()
+    if begin in page and end in page:
+        head, rest = page.split(begin, 1)
+        _, tail = rest.split(end, 1)
+        PAGE.write_text(head + f"{begin}\n{text}\n{end}" + tail)
+        print(f"updated {PAGE}")
+
+
 def main():
+    harness = json.loads(HARNESS.read_text()) if HARNESS.exists() else {}
+    text = reliability(harness)
+    print(text)
+    if "--no-page" not in sys.argv:
+        replace_section(RELIABILITY_BEGIN, RELIABILITY_END, text)
+    if "--reliability-only" in sys.argv:
+        return
     out_rows, machine = rows()
     text = table(out_rows, machine)
     TABLE.parent.mkdir(parents=True, exist_ok=True)
