@@ -44,6 +44,7 @@ async fn renamed_dependency_serves_macro_tools_through_the_fork() -> anyhow::Res
             "flood",
             "stream",
             "sum",
+            "tick",
             "work"
         ]
     );
