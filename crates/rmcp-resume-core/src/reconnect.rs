@@ -27,7 +27,6 @@ mod tests;
 
 use futures::Stream;
 use sse_stream::Sse;
-use tracing::Instrument;
 
 pub use config::{Discontinuity, DiscontinuityObserver, IdRules, ResumeConfig};
 pub use connector::{Connector, ReconnectDisposition, RetryPolicy, SseFrames};
@@ -41,9 +40,9 @@ use crate::resumption::StreamScope;
 ///
 /// `first` is the stream already open (a POST response or the first GET),
 /// `cursor` the `Last-Event-ID` it starts from. The stream's log lines are
-/// emitted inside the span that is current when this is called. Message frames and priming
-/// frames (an id or a `retry` without data) pass through; other event types
-/// are dropped.
+/// children of the span that is current when this is called. Message frames
+/// and priming frames (an id or a `retry` without data) pass through; other
+/// event types are dropped.
 pub fn resuming_frames<C: Connector, P: RetryPolicy + 'static>(
     first: Option<SseFrames>,
     cursor: Option<String>,
@@ -53,15 +52,8 @@ pub fn resuming_frames<C: Connector, P: RetryPolicy + 'static>(
     config: ResumeConfig,
 ) -> impl Stream<Item = Result<Sse, ResumeStreamError<C::Error>>> + Send + 'static {
     let machine = machine::Machine::new(first, cursor, connector, scope, policy, config);
-    // Log lines carry the caller's span (its session id, say) wherever the
-    // stream is polled from.
-    let span = tracing::Span::current();
-    futures::stream::unfold(machine, move |mut machine| {
-        let span = span.clone();
-        async move {
-            let item = machine.next().await?;
-            Some((item, machine))
-        }
-        .instrument(span)
+    futures::stream::unfold(machine, |mut machine| async move {
+        let item = machine.next().await?;
+        Some((item, machine))
     })
 }

@@ -99,6 +99,10 @@ pub(super) struct Machine<C: Connector, P: RetryPolicy> {
     /// When the first attempt since the last progress failed: a request
     /// stream's [`ResumeConfig::resume_deadline`] runs from here.
     failing_since: Option<Instant>,
+    /// The caller's span (its session id, say), the parent of every line
+    /// this stream logs; named per line, so the frames that log nothing pay
+    /// nothing for it.
+    span: tracing::Span,
 }
 
 /// Probes a frame for a JSON-RPC response without building the message.
@@ -172,6 +176,7 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
             transport_failures: 0,
             vouched,
             failing_since,
+            span: tracing::Span::current(),
         }
     }
 
@@ -193,8 +198,8 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
             // nothing (a shadow, or a stream still owned by the cut
             // connection); it is retried after a while, not waited on forever.
             let silence = self.config.silent_resume_timeout;
-            let silent = matches!(self.state, State::Verifying { heard: false, .. });
             let silence = self.remaining().map_or(silence, |left| left.min(silence));
+            let silent = matches!(self.state, State::Verifying { heard: false, .. });
             let wait = match (idle, silent) {
                 (Some(idle), true) => Some(idle.min(silence)),
                 (None, true) => Some(silence),
@@ -237,7 +242,7 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
                     Frame::Fail(error, Some(sse))
                         if self.scope == StreamScope::Request && is_response(&sse) =>
                     {
-                        tracing::warn!(%error, cursor = ?self.cursor, "delivering a response that arrived after a break in its stream");
+                        tracing::warn!(parent: &self.span, %error, cursor = ?self.cursor, "delivering a response that arrived after a break in its stream");
                         self.progress();
                         self.drain();
                         return Some(Ok(*sse));
@@ -249,23 +254,23 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
                     }
                 },
                 Read::Idle if silent => {
-                    tracing::debug!(cursor = ?self.cursor, ?silence, "resume stayed silent; trying again");
+                    tracing::debug!(parent: &self.span, cursor = ?self.cursor, ?silence, "resume stayed silent; trying again");
                     if let Some(end) = self.resume_brought_nothing(Attempt::Silent(silence)) {
                         return Some(Err(end));
                     }
                 }
                 Read::Idle => {
-                    tracing::debug!(cursor = ?self.cursor, ?idle, "SSE stream idle; resuming it");
+                    tracing::debug!(parent: &self.span, cursor = ?self.cursor, ?idle, "SSE stream idle; resuming it");
                     self.state = State::Backoff(Duration::ZERO);
                 }
                 Read::Broke(error) if is_malformed(&error) => {
-                    tracing::debug!(%error, cursor = ?self.cursor, "SSE stream malformed");
+                    tracing::debug!(parent: &self.span, %error, cursor = ?self.cursor, "SSE stream malformed");
                     if let Some(end) = self.resume_failed(ResumeStreamError::Malformed(error)) {
                         return Some(Err(end));
                     }
                 }
                 Read::Broke(error) => {
-                    tracing::debug!(%error, cursor = ?self.cursor, "SSE stream broke");
+                    tracing::debug!(parent: &self.span, %error, cursor = ?self.cursor, "SSE stream broke");
                     if let Some(end) = self.attempt_failed(Attempt::Transport(error)) {
                         return Some(Err(end));
                     }
@@ -292,7 +297,7 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
         let limit = self.remaining().map_or(limit, |left| left.min(limit));
         let connecting = self.connector.connect(cursor.as_deref());
         let Ok(connected) = tokio::time::timeout(limit, connecting).await else {
-            tracing::debug!(?cursor, ?limit, "reconnect did not answer in time");
+            tracing::debug!(parent: &self.span, ?cursor, ?limit, "reconnect did not answer in time");
             return self.attempt_failed(Attempt::ConnectTimeout(limit));
         };
         let error = match connected {
@@ -392,7 +397,7 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
         let notice = match ReplayNotice::from_json(data) {
             Ok(notice) => notice,
             Err(error) => {
-                tracing::debug!(%error, "ignoring a malformed replay notice");
+                tracing::debug!(parent: &self.span, %error, "ignoring a malformed replay notice");
                 return Frame::Skip;
             }
         };
@@ -432,7 +437,7 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
     }
 
     fn report(&self, gap: Discontinuity) {
-        tracing::warn!(cursor = ?gap.cursor, reason = %gap.reason, lost = ?gap.lost, "standalone SSE stream lost continuity; starting afresh");
+        tracing::warn!(parent: &self.span, cursor = ?gap.cursor, reason = %gap.reason, lost = ?gap.lost, "standalone SSE stream lost continuity; starting afresh");
         if let Some(observer) = &self.config.on_discontinuity {
             observer(&gap);
         }
@@ -454,7 +459,8 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
                         if proof == Proof::Assumed {
                             // Said, not swallowed: the peer gave nothing to
                             // check (opaque ids, no acknowledgement).
-                            tracing::info!(cursor = ?self.cursor, first = id, "resumed without proof of continuity");
+                            let (span, cursor) = (&self.span, &self.cursor);
+                            tracing::info!(parent: span, ?cursor, first = id, "resumed without proof of continuity");
                         }
                         let checker = verifier.clone().into_checker();
                         self.follow(Some(checker));

@@ -1141,3 +1141,49 @@ fn a_lost_range_travels_as_event_ids() {
         Some(failure)
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn log_lines_are_children_of_the_span_the_stream_was_built_in() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use tracing_subscriber::layer::{Context, SubscriberExt};
+
+    /// Counts events whose span scope includes `sse_stream`.
+    struct InStream(Arc<AtomicUsize>, Arc<AtomicUsize>);
+    impl<S> tracing_subscriber::Layer<S> for InStream
+    where
+        S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
+    {
+        fn on_event(&self, event: &tracing::Event<'_>, ctx: Context<'_, S>) {
+            self.1.fetch_add(1, Ordering::SeqCst);
+            let inside = ctx
+                .event_scope(event)
+                .is_some_and(|mut scope| scope.any(|span| span.name() == "sse_stream"));
+            if inside {
+                self.0.fetch_add(1, Ordering::SeqCst);
+            }
+        }
+    }
+    let (inside, all) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let subscriber = tracing_subscriber::registry().with(InStream(inside.clone(), all.clone()));
+    let _default = tracing::subscriber::set_default(subscriber);
+
+    let (script, _) = Script::new(vec![Answer::Break(vec![])], || {
+        Answer::Frames(vec![response("4/1")])
+    });
+    let stream = tracing::warn_span!("sse_stream", session_id = "s-1").in_scope(|| {
+        resuming_sse_stream(
+            None,
+            cut_after("3/1"),
+            script,
+            StreamScope::Request,
+            fixed(None, 10),
+            ResumeConfig::default(),
+        )
+    });
+    // Polled outside the span: the lines still belong to it.
+    let (_, error) = drain(stream).await;
+    assert!(error.is_none(), "{error:?}");
+    let (inside, all) = (inside.load(Ordering::SeqCst), all.load(Ordering::SeqCst));
+    assert!(all > 0, "the break is logged");
+    assert_eq!(inside, all, "every line under the stream's span");
+}
