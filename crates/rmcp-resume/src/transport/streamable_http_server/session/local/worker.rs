@@ -358,9 +358,7 @@ impl LocalSessionWorker {
         // The common case: nothing waits before it, and there is room.
         let parked = if queue.is_empty() {
             match self.try_admit(stream, parked) {
-                Ok(()) => {
-                    return;
-                }
+                Ok(()) => return,
                 Err(parked) => parked,
             }
         } else {
@@ -493,13 +491,12 @@ impl LocalSessionWorker {
     /// Moves parked messages into `stream`'s log, oldest first, while it has
     /// room.
     fn flush(&mut self, stream: StreamId) {
-        let mut appended = false;
         let waiting = loop {
             let Some(parked) = self.outbox(stream).and_then(|(_, queue)| queue.pop_front()) else {
                 break false;
             };
             match self.try_admit(stream, parked) {
-                Ok(()) => appended = true,
+                Ok(()) => {}
                 Err(parked) => {
                     if let Some((_, queue)) = self.outbox(stream) {
                         queue.push_front(parked);
@@ -514,7 +511,6 @@ impl LocalSessionWorker {
         if self.waiting.is_empty() {
             self.budget.set_starved(false);
         }
-        if appended {}
     }
 
     /// Every stream with parked messages.
@@ -525,21 +521,16 @@ impl LocalSessionWorker {
     /// The logs whose readers may hold a parked message back: those of the
     /// streams with parked messages, or, while the session waits for bytes,
     /// every log (any unread event holds bytes).
-    fn holding_logs(&self) -> Vec<Log> {
+    fn holding_logs(&self) -> Box<dyn Iterator<Item = &Log> + '_> {
         if self.budget.is_starved() {
-            return std::iter::once(&self.standalone)
-                .chain(self.requests.values().map(|r| &r.log))
-                .cloned()
-                .collect();
+            return Box::new(
+                std::iter::once(&self.standalone).chain(self.requests.values().map(|r| &r.log)),
+            );
         }
-        self.waiting
-            .iter()
-            .filter_map(|stream| match stream {
-                StreamId::Standalone => Some(&self.standalone),
-                StreamId::Request(m) => self.requests.get(m).map(|r| &r.log),
-            })
-            .cloned()
-            .collect()
+        Box::new(self.waiting.iter().filter_map(|stream| match stream {
+            StreamId::Standalone => Some(&self.standalone),
+            StreamId::Request(m) => self.requests.get(m).map(|r| &r.log),
+        }))
     }
 
     /// When the earliest reader holding a parked message back will count as
@@ -550,7 +541,6 @@ impl LocalSessionWorker {
         }
         let stall = self.config.reader_stall_timeout;
         self.holding_logs()
-            .iter()
             .filter_map(|log| log.stall_deadline(stall))
             .min()
     }
