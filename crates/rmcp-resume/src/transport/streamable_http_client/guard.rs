@@ -358,8 +358,7 @@ impl<C: StreamableHttpClient> StreamableHttpClient for ResumeGuard<C> {
                     Ok(sse) => Some(Ok(sse)),
                     Err(error) => {
                         // Once per stream, and the application is told.
-                        let _span = span.enter();
-                        tracing::warn!(%error, "standalone SSE stream given up; no further server notifications");
+                        tracing::warn!(parent: &span, %error, "standalone SSE stream given up; no further server notifications");
                         if let Some(observer) = &on_discontinuity {
                             observer(&Discontinuity::given_up(error.to_string()));
                         }

@@ -100,25 +100,27 @@ impl<C: StreamableHttpClient> Worker for StreamableHttpClientWorker<C> {
         let ct = context.cancellation_token.clone();
         loop {
             tokio::select! {
-                // Control messages (responses, cancellations) first, as in
-                // upstream's worker: they must not wait behind requests.
+                // In order: a cancellation at once; control messages
+                // (responses, cancellations) before requests, as in
+                // upstream's worker; what the server sent before what the
+                // handler sends, so a busy handler cannot starve it.
                 biased;
+                _ = ct.cancelled() => {
+                    let _ = transport.close().await;
+                    return Err(WorkerQuitReason::Cancelled);
+                }
                 request = context.control_from_handler_rx.recv() => {
                     let request = request.ok_or(WorkerQuitReason::HandlerTerminated)?;
                     relay(&mut transport, &mut sending, request);
                 }
-                request = context.from_handler_rx.recv() => {
-                    let request = request.ok_or(WorkerQuitReason::HandlerTerminated)?;
-                    relay(&mut transport, &mut sending, request);
-                }
-                Some(()) = sending.next(), if !sending.is_empty() => {}
                 received = transport.receive() => match received {
                     Some(message) => context.send_to_handler(message).await?,
                     None => return Err(WorkerQuitReason::TransportClosed),
                 },
-                _ = ct.cancelled() => {
-                    let _ = transport.close().await;
-                    return Err(WorkerQuitReason::Cancelled);
+                Some(()) = sending.next(), if !sending.is_empty() => {}
+                request = context.from_handler_rx.recv() => {
+                    let request = request.ok_or(WorkerQuitReason::HandlerTerminated)?;
+                    relay(&mut transport, &mut sending, request);
                 }
             }
         }
