@@ -351,6 +351,54 @@ async fn flooding_session(
     Ok(session)
 }
 
+/// What a server's RSS did while sessions were opened.
+struct Grown {
+    baseline: u64,
+    after: u64,
+    peak: u64,
+    opened: Duration,
+}
+
+/// Starts `side`'s server in a child process, opens `sessions` sessions
+/// with `open` (`concurrency` at a time) and holds them, and reads its RSS
+/// before and after. One session is opened first, so that lazily allocated
+/// runtime state is in the baseline rather than charged to the sessions.
+async fn grow<T, F, Fut>(
+    side: Side,
+    budget: Option<usize>,
+    sessions: usize,
+    concurrency: usize,
+    open: F,
+) -> AnyResult<Grown>
+where
+    F: Fn(reqwest::Client, String) -> Fut,
+    Fut: std::future::Future<Output = AnyResult<T>>,
+{
+    let (mut child, pid, url) = spawn_server(side, budget)?;
+    let http = reqwest::Client::new();
+    let warm = open(http.clone(), url.clone()).await?;
+    let (baseline, _) = rss(pid)?;
+    let started = Instant::now();
+    let held: Vec<_> =
+        futures::stream::iter((0..sessions).map(|_| open(http.clone(), url.clone())))
+            .buffer_unordered(concurrency)
+            .collect()
+            .await;
+    let opened = started.elapsed();
+    let held = held.into_iter().collect::<AnyResult<Vec<_>>>()?;
+    let (after, peak) = rss(pid)?;
+    drop(held);
+    drop(warm);
+    drop(child.stdin.take());
+    let _ = child.wait();
+    Ok(Grown {
+        baseline,
+        after,
+        peak,
+        opened,
+    })
+}
+
 async fn flood_of(
     side: Side,
     sessions: usize,
@@ -358,30 +406,18 @@ async fn flood_of(
     count: u32,
     size: u32,
 ) -> AnyResult<Value> {
-    let (mut child, pid, url) = spawn_server(side, Some(budget))?;
-    let http = reqwest::Client::new();
-    let warm = flooding_session(http.clone(), url.clone(), 1, 16).await?;
-    let (baseline, _) = rss(pid)?;
-    let held: Vec<_> = futures::stream::iter(
-        (0..sessions).map(|_| flooding_session(http.clone(), url.clone(), count, size)),
-    )
-    .buffer_unordered(32)
-    .collect()
-    .await;
-    let held = held.into_iter().collect::<AnyResult<Vec<_>>>()?;
-    let (after, peak) = rss(pid)?;
-    drop(held);
-    drop(warm);
-    drop(child.stdin.take());
-    let _ = child.wait();
+    let grown = grow(side, Some(budget), sessions, 32, |http, url| {
+        flooding_session(http, url, count, size)
+    })
+    .await?;
     Ok(json!({
         "sessions": sessions,
         "flooded_bytes": sessions as u64 * u64::from(count) * u64::from(size),
         "budget_bytes": budget,
-        "baseline_bytes": baseline,
-        "rss_bytes": after,
-        "peak_bytes": peak,
-        "growth_bytes": peak.saturating_sub(baseline),
+        "baseline_bytes": grown.baseline,
+        "rss_bytes": grown.after,
+        "peak_bytes": grown.peak,
+        "growth_bytes": grown.peak.saturating_sub(grown.baseline),
     }))
 }
 
@@ -439,32 +475,14 @@ async fn soak(quick: bool) -> AnyResult<Value> {
 }
 
 async fn memory_of(side: Side, sessions: usize) -> AnyResult<Value> {
-    let (mut child, pid, url) = spawn_server(side, None)?;
-    // One session first, so that lazily allocated runtime state is in the
-    // baseline rather than charged to the sessions.
-    let http = reqwest::Client::new();
-    let warm = idle_session(http.clone(), url.clone()).await?;
-    let (baseline, _) = rss(pid)?;
-    let started = Instant::now();
-    let held: Vec<_> =
-        futures::stream::iter((0..sessions).map(|_| idle_session(http.clone(), url.clone())))
-            .buffer_unordered(64)
-            .collect()
-            .await;
-    let opened = started.elapsed();
-    let held = held.into_iter().collect::<AnyResult<Vec<_>>>()?;
-    let (after, peak) = rss(pid)?;
-    drop(held);
-    drop(warm);
-    drop(child.stdin.take());
-    let _ = child.wait();
+    let grown = grow(side, None, sessions, 64, idle_session).await?;
     Ok(json!({
         "sessions": sessions,
-        "baseline_bytes": baseline,
-        "rss_bytes": after,
-        "peak_bytes": peak,
-        "bytes_per_session": (peak.saturating_sub(baseline)) as f64 / sessions as f64,
-        "open_seconds": opened.as_secs_f64(),
+        "baseline_bytes": grown.baseline,
+        "rss_bytes": grown.after,
+        "peak_bytes": grown.peak,
+        "bytes_per_session": (grown.peak.saturating_sub(grown.baseline)) as f64 / sessions as f64,
+        "open_seconds": grown.opened.as_secs_f64(),
     }))
 }
 
