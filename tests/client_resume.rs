@@ -11,6 +11,7 @@ use rmcp::transport::common::client_side_sse::ResumeFailureKind;
 use rmcp::transport::streamable_http_client::resume_failure;
 use rmcp::{ServiceError, ServiceExt};
 use rmcp_resume_testkit::proxy::Proxy;
+use rmcp_resume_testkit::scenario::first_text;
 use rmcp_resume_testkit::{Served, Side, TestServer};
 use serde_json::json;
 
@@ -57,13 +58,7 @@ async fn cut_call(proxy: &Proxy, s: &Served) -> anyhow::Result<Result<String, Se
     s.finished.notified().await;
     let outcome = tokio::time::timeout(LIMIT, call).await?;
     drop(client);
-    Ok(outcome.map(|r| {
-        r.content
-            .first()
-            .and_then(|c| c.as_text())
-            .map(|t| t.text.clone())
-            .unwrap_or_default()
-    }))
+    Ok(outcome.map(|r| first_text(&r).unwrap_or_default()))
 }
 
 #[tokio::test]
@@ -118,11 +113,7 @@ async fn worker_spawned_by_hand_is_the_forks() -> anyhow::Result<()> {
     let result = client
         .call_tool(CallToolRequestParams::new("build_info"))
         .await?;
-    let text = result
-        .content
-        .first()
-        .and_then(|c| c.as_text())
-        .map(|t| t.text.clone());
+    let text = first_text(&result);
     assert_eq!(text.as_deref(), Some("rmcp-resume 0.1.0 over rmcp 3.11.0"));
     client.cancel().await?;
     Ok(())
@@ -212,11 +203,7 @@ async fn an_idle_timeout_shorter_than_the_tool_does_not_fail_the_call() -> anyho
     }
     served.gate.notify_one();
     let result = tokio::time::timeout(LIMIT, call).await??;
-    let text = result
-        .content
-        .first()
-        .and_then(|c| c.as_text())
-        .map(|t| t.text.clone());
+    let text = first_text(&result);
     assert_eq!(text.as_deref(), Some("finished 2 steps"));
     let stats = served.resume_stats();
     assert!(stats.is_some_and(|s| s.rejected == 0), "{stats:?}");

@@ -9,6 +9,7 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use rmcp_resume_testkit::proxy::Proxy;
+use rmcp_resume_testkit::scenario::first_text;
 use rmcp_resume_testkit::{Side, TestServer};
 use tokio_util::sync::CancellationToken;
 
@@ -163,11 +164,7 @@ async fn resume_against_peer_server(program: PathBuf, args: &[PathBuf]) -> anyho
     let released = reqwest::get(format!("http://{target}/release")).await?;
     anyhow::ensure!(released.status() == 200, "release: {}", released.status());
     let result = tokio::time::timeout(LIMIT, call).await??;
-    let text = result
-        .content
-        .first()
-        .and_then(|c| c.as_text())
-        .map(|t| t.text.clone());
+    let text = first_text(&result);
     assert_eq!(text.as_deref(), Some("finished 2 steps"));
     drop(client);
     ct.cancel();

@@ -11,15 +11,8 @@ use rmcp::{
     model::{CallToolRequestParams, ClientConfig},
     transport::StreamableHttpClientTransport,
 };
+use rmcp_resume_testkit::scenario::first_text;
 use rmcp_resume_testkit::{Side, TestServer};
-
-fn first_text(result: &rmcp::model::CallToolResult) -> Option<String> {
-    result
-        .content
-        .first()
-        .and_then(|c| c.as_text())
-        .map(|t| t.text.clone())
-}
 
 #[tokio::test]
 async fn renamed_dependency_serves_macro_tools_through_the_fork() -> anyhow::Result<()> {

@@ -10,6 +10,7 @@ use rmcp::model::CallToolRequestParams;
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp_resume_testkit::foreign::{ForeignServer, IdScheme};
 use rmcp_resume_testkit::progress::ProgressRecorder;
+use rmcp_resume_testkit::scenario::first_text;
 
 const STEPS: usize = 8;
 const LIMIT: Duration = Duration::from_secs(30);
@@ -33,12 +34,7 @@ async fn call(
         .await?;
     let params = CallToolRequestParams::new("anything");
     let result = tokio::time::timeout(LIMIT, client.peer().call_tool(params)).await??;
-    let text = result
-        .content
-        .first()
-        .and_then(|c| c.as_text())
-        .map(|t| t.text.clone())
-        .unwrap_or_default();
+    let text = first_text(&result).unwrap_or_default();
     let seen = recorder.until(STEPS, LIMIT).await;
     let mut values: Vec<f64> = seen.into_values().flatten().collect();
     values.sort_by(f64::total_cmp);

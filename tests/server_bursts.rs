@@ -9,6 +9,7 @@ use rmcp::model::CallToolRequestParams;
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp_resume_testkit::progress::ProgressRecorder;
 use rmcp_resume_testkit::raw::{RawSession, SseReader};
+use rmcp_resume_testkit::scenario::first_text;
 use rmcp_resume_testkit::{Side, TestServer};
 use serde_json::json;
 
@@ -57,11 +58,7 @@ async fn burst(count: u32, window: Window) -> anyhow::Result<()> {
         "_meta": { "progressToken": "burst" }
     }))?;
     let result = tokio::time::timeout(LIMIT, client.peer().call_tool(params)).await??;
-    let text = result
-        .content
-        .first()
-        .and_then(|c| c.as_text())
-        .map(|t| t.text.clone());
+    let text = first_text(&result);
     assert_eq!(text, Some(format!("finished {count} steps")));
     // Notifications ride the request's stream before its response.
     let mut seen: Vec<f64> = recorder

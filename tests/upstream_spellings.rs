@@ -17,6 +17,7 @@ use rmcp::transport::streamable_http_client::{
 use rmcp::transport::worker::Worker;
 use rmcp::transport::{StreamableHttpClientTransport, WorkerTransport};
 use rmcp::{RoleClient, ServiceExt};
+use rmcp_resume_testkit::scenario::first_text;
 use rmcp_resume_testkit::{Side, TestServer};
 use tokio_util::sync::CancellationToken;
 
@@ -61,12 +62,7 @@ async fn build_info(client: &RunningService<RoleClient, ClientConfig>) -> anyhow
     let result = client
         .call_tool(CallToolRequestParams::new("build_info"))
         .await?;
-    Ok(result
-        .content
-        .first()
-        .and_then(|c| c.as_text())
-        .map(|t| t.text.clone())
-        .unwrap_or_default())
+    Ok(first_text(&result).unwrap_or_default())
 }
 
 #[tokio::test]

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use rmcp::model::{CallToolRequestParams, ClientConfig, ProgressNotificationParam};
+use rmcp::model::{CallToolRequestParams, CallToolResult, ClientConfig, ProgressNotificationParam};
 use rmcp::service::{NotificationContext, RunningService};
 use rmcp::{ClientHandler, RoleClient, ServiceError, ServiceExt};
 use serde_json::json;
@@ -99,6 +99,15 @@ pub async fn client(
     connect(side, progress, format!("http://{}/mcp", world.proxy.addr)).await
 }
 
+/// The text of a tool result's first content block.
+pub fn first_text(result: &CallToolResult) -> Option<String> {
+    result
+        .content
+        .first()
+        .and_then(|c| c.as_text())
+        .map(|t| t.text.clone())
+}
+
 /// `tools/call tool {count}` with a progress token.
 pub fn call(tool: &str, count: u32) -> anyhow::Result<CallToolRequestParams> {
     Ok(serde_json::from_value(json!({
@@ -146,13 +155,7 @@ pub async fn cut_call(
         world.gate.notify_one();
     }
     let ending = match tokio::time::timeout(watch, call).await {
-        Ok(result) => Ending::Answered(result.map(|r| {
-            r.content
-                .first()
-                .and_then(|c| c.as_text())
-                .map(|t| t.text.clone())
-                .unwrap_or_default()
-        })),
+        Ok(result) => Ending::Answered(result.map(|r| first_text(&r).unwrap_or_default())),
         Err(_) => Ending::StillWaiting,
     };
     drop(client);
