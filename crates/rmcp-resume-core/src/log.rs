@@ -1,7 +1,7 @@
 //! Each stream's bounded replay log, and the readers that drain it.
 //!
-//! The session's worker only appends to a log and rings a [`Bell`]; it never
-//! waits for a reader. Each HTTP connection reads through its own
+//! The session's worker only appends to a log, which wakes its own readers;
+//! the worker never waits for a reader. Each HTTP connection reads through its own
 //! [`LogReader`], at the pace its peer reads. A slow or stalled peer therefore
 //! stalls only itself. What it has not read stays in the log, from where a
 //! resume replays it, or, once evicted, is reported through the replay floor.
@@ -43,7 +43,8 @@ mod reader;
 mod tests;
 
 pub use budget::{Budget, Meter, Window};
-pub use reader::{Bell, LogReader, Logged};
+use reader::Bell;
+pub use reader::{LogReader, Logged};
 
 /// Wakes the producer of a session's streams when a reader has read, so an
 /// event that did not fit can be appended now.

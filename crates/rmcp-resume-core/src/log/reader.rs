@@ -13,7 +13,7 @@ use super::{ReaderId, Step, StreamLog};
 /// Wakes the readers of one log when it changes: an event, an end, a
 /// reader promoted or ended. Readers of other streams sleep on.
 #[derive(Debug, Clone)]
-pub struct Bell(Arc<watch::Sender<u64>>);
+pub(crate) struct Bell(Arc<watch::Sender<u64>>);
 
 impl Default for Bell {
     fn default() -> Self {
@@ -23,7 +23,7 @@ impl Default for Bell {
 
 impl Bell {
     /// Tells the log's readers to look at it again.
-    pub fn ring(&self) {
+    pub(crate) fn ring(&self) {
         self.0.send_modify(|v| *v = v.wrapping_add(1));
     }
 }
