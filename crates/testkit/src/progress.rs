@@ -38,38 +38,45 @@ impl ProgressRecorder {
     }
 
     /// Waits until ticks `1..=count` have all arrived, or `limit` passes.
-    /// (Each handler runs in a task of its own, so the last tick may be
-    /// recorded before an earlier one.)
     pub async fn until_ticks(&self, count: u32, limit: Duration) -> Vec<u32> {
-        let waiting = async {
-            loop {
-                let recorded = self.recorded.notified();
-                let mut seen = self.ticks();
-                seen.sort_unstable();
-                seen.dedup();
-                if seen.len() >= count as usize {
-                    return;
-                }
-                recorded.await;
-            }
-        };
-        let _ = tokio::time::timeout(limit, waiting).await;
+        self.wait(limit, |r| {
+            let mut seen = r.ticks();
+            seen.sort_unstable();
+            seen.dedup();
+            seen.len() >= count as usize
+        })
+        .await;
         self.ticks()
     }
 
-    /// Waits until `count` values are in, or `limit` passes; returns them.
+    /// Waits until `count` distinct values are in, or `limit` passes;
+    /// returns everything recorded (duplicates included).
     pub async fn until(&self, count: usize, limit: Duration) -> BTreeMap<String, Vec<f64>> {
+        self.wait(limit, |r| {
+            let mut seen: Vec<u64> = r.seen().values().flatten().map(|v| v.to_bits()).collect();
+            seen.sort_unstable();
+            seen.dedup();
+            seen.len() >= count
+        })
+        .await;
+        self.seen()
+    }
+
+    /// Waits until `done` holds, or `limit` passes. Each handler runs in a
+    /// task of its own, so what a call's response proves has been sent may
+    /// still be on its way to the record, and in any order: a count, not the
+    /// last value, says when it is all in.
+    async fn wait(&self, limit: Duration, done: impl Fn(&Self) -> bool) {
         let waiting = async {
             loop {
                 let recorded = self.recorded.notified();
-                if self.seen().values().map(Vec::len).sum::<usize>() >= count {
+                if done(self) {
                     return;
                 }
                 recorded.await;
             }
         };
         let _ = tokio::time::timeout(limit, waiting).await;
-        self.seen()
     }
 }
 
