@@ -69,7 +69,7 @@ pub type DiscontinuityObserver = Arc<dyn Fn(&Discontinuity) + Send + Sync>;
 ///
 /// # How attempts are bounded
 ///
-/// Every reconnect is an attempt, and three limits apply at once; the first
+/// Every reconnect is an attempt, and four limits apply at once; the first
 /// one reached ends the stream (a request fails with its cursor named; the
 /// standalone stream drops its cursor, reports a [`Discontinuity`], and
 /// starts afresh):
