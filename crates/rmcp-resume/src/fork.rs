@@ -4,7 +4,12 @@
 //! the build resolved `rmcp` to this crate rather than to crates.io's rmcp.
 
 /// The upstream rmcp release this build overlays; the overlay pins it exactly.
+#[cfg(not(rmcp_line_1))]
 pub const UPSTREAM_VERSION: &str = "3.11.0";
+
+/// The upstream rmcp release this build overlays; the overlay pins it exactly.
+#[cfg(rmcp_line_1)]
+pub const UPSTREAM_VERSION: &str = "1.8.0";
 
 /// The release of the fork itself.
 pub const FORK_VERSION: &str = "0.1.0";

@@ -1,11 +1,14 @@
-//! `rmcp-resume`: upstream [rmcp] 3.11.0 with a streamable-HTTP transport
-//! whose resumption cannot loop and cannot lose events silently.
+//! `rmcp-resume`: upstream [rmcp] with a streamable-HTTP transport whose
+//! resumption cannot loop and cannot lose events silently.
 //!
-//! Everything upstream exports is re-exported unchanged, so an application
-//! switches by renaming the dependency:
+//! One source, two upstream lines: `rmcp-resume` overlays rmcp 3.11.0 and
+//! `rmcp-resume-1` overlays rmcp 1.8.0 ([`fork::UPSTREAM_VERSION`] says
+//! which). Everything upstream exports is re-exported unchanged, so an
+//! application switches by renaming the dependency:
 //!
 //! ```toml
-//! rmcp = { package = "rmcp-resume", version = "0.1", features = ["server"] }
+//! rmcp = { package = "rmcp-resume", version = "0.1", features = ["server"] }    # rmcp 3.x
+//! rmcp = { package = "rmcp-resume-1", version = "0.1", features = ["server"] }  # rmcp 1.x
 //! ```
 //!
 //! The procedural macros (`#[tool]`, `#[tool_router]`, …) emit `rmcp::…`
@@ -26,9 +29,11 @@
 //! | [`transport::streamable_http_client`] | the client transport over a guard that owns every stream's reconnects |
 //! | [`fork`] | new: which crate and versions a build got |
 //!
-//! Everything else is upstream's, re-exported unchanged.
+//! Everything else is upstream's, re-exported unchanged. Where the two lines
+//! differ, the glue goes through one small crate-private module per line
+//! (`src/line/v3.rs`, `src/line/v1.rs`).
 //!
-//! [rmcp]: https://docs.rs/rmcp/3.11.0
+//! [rmcp]: https://docs.rs/rmcp
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![warn(missing_docs)]
 
@@ -39,6 +44,9 @@ extern crate self as rmcp;
 pub use upstream::*;
 
 pub mod fork;
+
+#[cfg(any(feature = "client", feature = "server"))]
+mod line;
 
 #[cfg(any(feature = "client", feature = "server"))]
 pub mod transport;

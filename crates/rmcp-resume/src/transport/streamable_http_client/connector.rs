@@ -37,16 +37,16 @@ impl<C: StreamableHttpClient> SseReconnect for GetConnector<C> {
         let (auth_header, custom_headers) = (self.auth_header.clone(), self.custom_headers.clone());
         let (cursor, limit) = (last_event_id.map(str::to_owned), self.max_sse_event_size);
         Box::pin(async move {
-            client
-                .get_stream_with_max_sse_event_size(
-                    uri,
-                    session_id,
-                    cursor,
-                    auth_header,
-                    custom_headers,
-                    limit,
-                )
-                .await
+            crate::line::get(
+                &client,
+                uri,
+                session_id,
+                cursor,
+                auth_header,
+                custom_headers,
+                limit,
+            )
+            .await
         })
     }
 
@@ -73,13 +73,12 @@ fn status_of<E: std::error::Error + Send + Sync + 'static>(
     error: &StreamableHttpError<E>,
 ) -> Option<StatusCode> {
     match error {
-        StreamableHttpError::HttpStatus(status) => StatusCode::from_u16(status.status).ok(),
         StreamableHttpError::UnexpectedServerResponse(text) => unix_socket_status(text),
         #[cfg(feature = "__reqwest")]
         StreamableHttpError::Client(inner) => (inner as &(dyn std::error::Error + 'static))
             .downcast_ref::<reqwest::Error>()
             .and_then(reqwest::Error::status),
-        _ => None,
+        other => crate::line::http_status(other),
     }
 }
 

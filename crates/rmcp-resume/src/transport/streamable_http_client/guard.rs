@@ -10,10 +10,8 @@ use http::{HeaderName, HeaderValue};
 use sse_stream::Sse;
 
 use super::connector::GetConnector;
-use super::{
-    SseError, StreamableHttpClient, StreamableHttpError, StreamableHttpPostResponse,
-    StreamableHttpResponseLimits,
-};
+use super::{SseError, StreamableHttpClient, StreamableHttpError, StreamableHttpPostResponse};
+use crate::line::{self, ResponseLimits};
 use crate::model::{ClientJsonRpcMessage, JsonRpcMessage, RequestId};
 use crate::transport::common::client_side_sse::{
     Discontinuity, ReconnectDisposition, ResumeConfig, ResumeStreamError, SseReconnect,
@@ -170,7 +168,7 @@ fn speaks_resumable_revision(headers: &HashMap<HeaderName, HeaderValue>) -> bool
         crate::model::ProtocolVersion::KNOWN_VERSIONS
             .iter()
             .find(|known| known.as_str() == v)
-            .is_none_or(crate::model::ProtocolVersion::has_initialize)
+            .is_none_or(crate::line::has_initialize)
     })
 }
 
@@ -187,50 +185,23 @@ type GetResult<E> = Result<BoxStream<'static, Result<Sse, SseError>>, Streamable
 // The trait's futures must be `Send` while `C` need not be `Sync`: each
 // method starts the wrapped client's call (whose future the trait already
 // requires to be `Send`) and moves an owned clone of the guard into the rest.
-impl<C: StreamableHttpClient> StreamableHttpClient for ResumeGuard<C> {
-    type Error = C::Error;
-
-    fn post_message(
+impl<C: StreamableHttpClient> ResumeGuard<C> {
+    fn post_guarded(
         &self,
         endpoint: Arc<str>,
         msg: ClientJsonRpcMessage,
         sid: Option<Arc<str>>,
         bearer: Option<String>,
         headers: HashMap<HeaderName, HeaderValue>,
-    ) -> impl Future<Output = PostResult<Self::Error>> + Send + '_ {
-        let limits = StreamableHttpResponseLimits::default();
-        self.post_message_with_response_limits(endpoint, msg, sid, bearer, headers, limits)
-    }
-
-    fn post_message_with_max_sse_event_size(
-        &self,
-        endpoint: Arc<str>,
-        msg: ClientJsonRpcMessage,
-        sid: Option<Arc<str>>,
-        bearer: Option<String>,
-        headers: HashMap<HeaderName, HeaderValue>,
-        event_limit: usize,
-    ) -> impl Future<Output = PostResult<Self::Error>> + Send + '_ {
-        let mut limits = StreamableHttpResponseLimits::default();
-        limits.max_sse_event_size = event_limit;
-        self.post_message_with_response_limits(endpoint, msg, sid, bearer, headers, limits)
-    }
-
-    fn post_message_with_response_limits(
-        &self,
-        endpoint: Arc<str>,
-        msg: ClientJsonRpcMessage,
-        sid: Option<Arc<str>>,
-        bearer: Option<String>,
-        headers: HashMap<HeaderName, HeaderValue>,
-        limits: StreamableHttpResponseLimits,
-    ) -> impl Future<Output = PostResult<Self::Error>> + Send + '_ {
+        limits: ResponseLimits,
+    ) -> impl Future<Output = PostResult<C::Error>> + Send + '_ {
         let this = self.clone();
         // Revisions from 2026-07-28 have no resumption: a broken stream loses
         // the request by definition, and upstream reports it as such.
         let request = request_id(&msg).filter(|_| speaks_resumable_revision(&headers));
-        let event_limit = limits.max_sse_event_size;
-        let posting = self.inner.post_message_with_response_limits(
+        let event_limit = line::event_limit(&limits);
+        let posting = line::post(
+            &self.inner,
             endpoint.clone(),
             msg,
             sid.clone(),
@@ -266,29 +237,7 @@ impl<C: StreamableHttpClient> StreamableHttpClient for ResumeGuard<C> {
         }
     }
 
-    fn delete_session(
-        &self,
-        endpoint: Arc<str>,
-        sid: Arc<str>,
-        bearer: Option<String>,
-        headers: HashMap<HeaderName, HeaderValue>,
-    ) -> impl Future<Output = Result<(), StreamableHttpError<Self::Error>>> + Send + '_ {
-        self.inner.delete_session(endpoint, sid, bearer, headers)
-    }
-
-    fn get_stream(
-        &self,
-        endpoint: Arc<str>,
-        sid: Option<Arc<str>>,
-        cursor: Option<String>,
-        bearer: Option<String>,
-        headers: HashMap<HeaderName, HeaderValue>,
-    ) -> impl Future<Output = GetResult<Self::Error>> + Send + '_ {
-        let limit = StreamableHttpResponseLimits::default().max_sse_event_size;
-        self.get_stream_with_max_sse_event_size(endpoint, sid, cursor, bearer, headers, limit)
-    }
-
-    fn get_stream_with_max_sse_event_size(
+    fn get_guarded(
         &self,
         endpoint: Arc<str>,
         sid: Option<Arc<str>>,
@@ -296,7 +245,7 @@ impl<C: StreamableHttpClient> StreamableHttpClient for ResumeGuard<C> {
         bearer: Option<String>,
         headers: HashMap<HeaderName, HeaderValue>,
         event_limit: usize,
-    ) -> impl Future<Output = GetResult<Self::Error>> + Send + '_ {
+    ) -> impl Future<Output = GetResult<C::Error>> + Send + '_ {
         let this = self.clone();
         let gave_up = self.gave_up.lock().map(|g| g.clone()).unwrap_or_default();
         let refused = gave_up.is_some() && gave_up == sid;
@@ -306,7 +255,8 @@ impl<C: StreamableHttpClient> StreamableHttpClient for ResumeGuard<C> {
         let guarded = speaks_resumable_revision(&headers);
         // The first connection's errors are upstream's to classify (401, 403
         // and 405 keep their meaning); reconnects after it are ours.
-        let opening = self.inner.get_stream_with_max_sse_event_size(
+        let opening = line::get(
+            &self.inner,
             endpoint.clone(),
             sid.clone(),
             cursor.clone(),
@@ -372,5 +322,107 @@ impl<C: StreamableHttpClient> StreamableHttpClient for ResumeGuard<C> {
             });
             Ok(frames.boxed())
         }
+    }
+}
+
+// Upstream's trait, whose methods differ per line; each forwards to the
+// guarded calls above.
+impl<C: StreamableHttpClient> StreamableHttpClient for ResumeGuard<C> {
+    type Error = C::Error;
+
+    fn post_message(
+        &self,
+        endpoint: Arc<str>,
+        msg: ClientJsonRpcMessage,
+        sid: Option<Arc<str>>,
+        bearer: Option<String>,
+        headers: HashMap<HeaderName, HeaderValue>,
+    ) -> impl Future<Output = PostResult<Self::Error>> + Send + '_ {
+        self.post_guarded(
+            endpoint,
+            msg,
+            sid,
+            bearer,
+            headers,
+            ResponseLimits::default(),
+        )
+    }
+
+    #[cfg(not(rmcp_line_1))]
+    fn post_message_with_max_sse_event_size(
+        &self,
+        endpoint: Arc<str>,
+        msg: ClientJsonRpcMessage,
+        sid: Option<Arc<str>>,
+        bearer: Option<String>,
+        headers: HashMap<HeaderName, HeaderValue>,
+        event_limit: usize,
+    ) -> impl Future<Output = PostResult<Self::Error>> + Send + '_ {
+        let mut limits = ResponseLimits::default();
+        limits.max_sse_event_size = event_limit;
+        self.post_guarded(endpoint, msg, sid, bearer, headers, limits)
+    }
+
+    #[cfg(not(rmcp_line_1))]
+    fn post_message_with_response_limits(
+        &self,
+        endpoint: Arc<str>,
+        msg: ClientJsonRpcMessage,
+        sid: Option<Arc<str>>,
+        bearer: Option<String>,
+        headers: HashMap<HeaderName, HeaderValue>,
+        limits: ResponseLimits,
+    ) -> impl Future<Output = PostResult<Self::Error>> + Send + '_ {
+        self.post_guarded(endpoint, msg, sid, bearer, headers, limits)
+    }
+
+    fn delete_session(
+        &self,
+        endpoint: Arc<str>,
+        sid: Arc<str>,
+        bearer: Option<String>,
+        headers: HashMap<HeaderName, HeaderValue>,
+    ) -> impl Future<Output = Result<(), StreamableHttpError<Self::Error>>> + Send + '_ {
+        self.inner.delete_session(endpoint, sid, bearer, headers)
+    }
+
+    #[cfg(not(rmcp_line_1))]
+    fn get_stream(
+        &self,
+        endpoint: Arc<str>,
+        sid: Option<Arc<str>>,
+        cursor: Option<String>,
+        bearer: Option<String>,
+        headers: HashMap<HeaderName, HeaderValue>,
+    ) -> impl Future<Output = GetResult<Self::Error>> + Send + '_ {
+        let limit = line::event_limit(&ResponseLimits::default());
+        self.get_guarded(endpoint, sid, cursor, bearer, headers, limit)
+    }
+
+    // 1.x opens a GET only with a session.
+    #[cfg(rmcp_line_1)]
+    fn get_stream(
+        &self,
+        endpoint: Arc<str>,
+        sid: Arc<str>,
+        cursor: Option<String>,
+        bearer: Option<String>,
+        headers: HashMap<HeaderName, HeaderValue>,
+    ) -> impl Future<Output = GetResult<Self::Error>> + Send + '_ {
+        let limit = line::event_limit(&ResponseLimits::default());
+        self.get_guarded(endpoint, Some(sid), cursor, bearer, headers, limit)
+    }
+
+    #[cfg(not(rmcp_line_1))]
+    fn get_stream_with_max_sse_event_size(
+        &self,
+        endpoint: Arc<str>,
+        sid: Option<Arc<str>>,
+        cursor: Option<String>,
+        bearer: Option<String>,
+        headers: HashMap<HeaderName, HeaderValue>,
+        event_limit: usize,
+    ) -> impl Future<Output = GetResult<Self::Error>> + Send + '_ {
+        self.get_guarded(endpoint, sid, cursor, bearer, headers, event_limit)
     }
 }

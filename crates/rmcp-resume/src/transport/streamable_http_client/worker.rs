@@ -10,6 +10,7 @@ use super::{
     StreamableHttpError,
 };
 use crate::RoleClient;
+#[cfg(not(rmcp_line_1))]
 use crate::model::ClientJsonRpcMessage;
 use crate::transport::Transport;
 use crate::transport::common::client_side_sse::ResumeConfig;
@@ -56,6 +57,7 @@ impl<C: StreamableHttpClient> StreamableHttpClientWorker<C> {
     }
 }
 
+#[cfg(not(rmcp_line_1))]
 type Upstream<C> = upstream::transport::streamable_http_client::StreamableHttpClientWorker<C>;
 
 impl<C: StreamableHttpClient> Worker for StreamableHttpClientWorker<C> {
@@ -63,11 +65,14 @@ impl<C: StreamableHttpClient> Worker for StreamableHttpClientWorker<C> {
     type Role = RoleClient;
 
     // The relay hands every message to a transport whose worker is
-    // upstream's, so it sorts messages into queues by upstream's rules.
+    // upstream's, so it sorts messages into queues by upstream's rules
+    // (3.x; 1.x's worker has one queue).
+    #[cfg(not(rmcp_line_1))]
     fn is_control_message(message: &ClientJsonRpcMessage) -> bool {
         <Upstream<C> as Worker>::is_control_message(message)
     }
 
+    #[cfg(not(rmcp_line_1))]
     fn supports_request_cancellation() -> bool {
         <Upstream<C> as Worker>::supports_request_cancellation()
     }
@@ -98,6 +103,7 @@ impl<C: StreamableHttpClient> Worker for StreamableHttpClientWorker<C> {
         );
         let mut sending = futures::stream::FuturesUnordered::new();
         let ct = context.cancellation_token.clone();
+        let mut control = crate::line::take_control(&mut context);
         loop {
             tokio::select! {
                 // In order: a cancellation at once; control messages
@@ -109,7 +115,7 @@ impl<C: StreamableHttpClient> Worker for StreamableHttpClientWorker<C> {
                     let _ = transport.close().await;
                     return Err(WorkerQuitReason::Cancelled);
                 }
-                request = context.control_from_handler_rx.recv() => {
+                request = next_control(&mut control) => {
                     let request = request.ok_or(WorkerQuitReason::HandlerTerminated)?;
                     relay(&mut transport, &mut sending, request);
                 }
@@ -127,6 +133,14 @@ impl<C: StreamableHttpClient> Worker for StreamableHttpClientWorker<C> {
     }
 }
 
+/// The next control message; never, where the line has no control queue.
+async fn next_control<T>(queue: &mut Option<tokio::sync::mpsc::Receiver<T>>) -> Option<T> {
+    match queue {
+        Some(queue) => queue.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
 /// Hands one message to the transport; a request cancelled before it got
 /// here is answered without being sent, as upstream's worker does.
 fn relay<C: StreamableHttpClient>(
@@ -134,10 +148,7 @@ fn relay<C: StreamableHttpClient>(
     sending: &mut futures::stream::FuturesUnordered<futures::future::BoxFuture<'static, ()>>,
     request: WorkerSendRequest<StreamableHttpClientWorker<C>>,
 ) {
-    if request
-        .cancellation_token()
-        .is_some_and(|token| token.is_cancelled())
-    {
+    if crate::line::cancelled_before_sending(&request) {
         let _ = request.responder.send(Ok(()));
         return;
     }

@@ -21,7 +21,6 @@
 //! | File | Concern |
 //! |---|---|
 //! | `tower.rs` | the service, and which requests the fork answers itself |
-//! | `config.rs` | [`StreamableHttpServerConfig`] |
 //! | `stats.rs` | [`ResumeStats`], and the throttled warning |
 //! | `get.rs` | a `GET`: fresh standalone stream, or a resume |
 //! | `request.rs` | what is read from a `GET`'s headers |
@@ -44,7 +43,6 @@ use crate::transport::common::http_header::HEADER_LAST_EVENT_ID;
 
 use upstream::transport::streamable_http_server::tower as up;
 
-mod config;
 mod get;
 mod request;
 mod responses;
@@ -52,8 +50,9 @@ mod stats;
 #[cfg(test)]
 mod tests;
 
-pub use config::StreamableHttpServerConfig;
 pub use stats::ResumeStats;
+/// Upstream's configuration, unchanged: the fork reads the same fields.
+pub use up::StreamableHttpServerConfig;
 
 use responses::BoxResponse;
 use stats::Telemetry;
@@ -122,7 +121,7 @@ impl<S: crate::ServerHandler + Send + 'static, M: SessionManager> StreamableHttp
         let inner = up::StreamableHttpService::new(
             service_factory,
             session_manager.clone(),
-            config.to_upstream(),
+            config.clone(),
         );
         Self {
             config,
@@ -141,19 +140,20 @@ impl<S: crate::ServerHandler + Send + 'static, M: SessionManager> StreamableHttp
     /// 2026-07-28) there are no streams, so a resume cannot be answered
     /// (upstream: an empty `200`) unless an event store holds the events.
     fn refuses_stateless_resume<B>(&self, request: &Request<B>) -> bool {
-        let sessionless = !self.config.legacy_session_mode
+        let sessionless = !crate::line::session_mode(&self.config)
             || request::protocol_version(request.headers())
-                .is_ok_and(|version| !version.has_initialize());
+                .is_ok_and(|version| !crate::line::has_initialize(&version));
         sessionless
             && request.method() == Method::GET
             && request.headers().contains_key(HEADER_LAST_EVENT_ID)
-            && self.session_manager.event_store().is_none()
+            && !crate::line::has_event_store(&*self.session_manager)
     }
 
     /// Whether the fork answers requests of `method` itself, rather than
     /// upstream's service.
     fn owns(&self, method: &Method) -> bool {
-        self.config.legacy_session_mode && (method == Method::GET || method == Method::DELETE)
+        crate::line::session_mode(&self.config)
+            && (method == Method::GET || method == Method::DELETE)
     }
 
     /// Handles one HTTP request.
@@ -183,7 +183,7 @@ impl<S: crate::ServerHandler + Send + 'static, M: SessionManager> StreamableHttp
     {
         let session = request::session_id(request.headers());
         let legacy = request::protocol_version(request.headers())
-            .is_ok_and(|version| version.has_initialize());
+            .is_ok_and(|version| crate::line::has_initialize(&version));
         if let (Some(session), true, None) = (&session, legacy, &self.config.session_store) {
             match self.session_manager.has_session(session).await {
                 Ok(true) => {}

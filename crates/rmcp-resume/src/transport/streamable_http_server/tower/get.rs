@@ -16,6 +16,7 @@ use super::responses::{
     BoxResponse, cursor_error, frame, internal_error, malformed_cursor, not_found, plain, sse,
 };
 use super::stats::Counter;
+use crate::line::EventStream;
 use crate::transport::common::http_header::HEADER_LAST_EVENT_ID;
 use crate::transport::resumption::plan::FALLBACK_REASON;
 use crate::transport::resumption::{EventCursor, ReplayNotice, ResumeAnswer};
@@ -23,7 +24,7 @@ use crate::transport::streamable_http_server::session::local::{
     EventId, LocalSessionManager, Resumption,
 };
 use crate::transport::streamable_http_server::session::{
-    EventStream, ServerSseMessage, SessionId, SessionManager,
+    ServerSseMessage, SessionId, SessionManager,
 };
 
 /// The fork's own session manager behind `M`, when it is one.
@@ -69,7 +70,7 @@ impl<S: crate::ServerHandler + Send + 'static, M: SessionManager> StreamableHttp
             Err(message) => return plain(StatusCode::BAD_REQUEST, &message),
         };
         let session = session_id(&parts.headers);
-        let (Some(session), true) = (session, version.has_initialize()) else {
+        let (Some(session), true) = (session, crate::line::has_initialize(&version)) else {
             // Stateless revisions, and the missing-session answer, are upstream's.
             return self.inner.handle(Request::from_parts(parts, body)).await;
         };
@@ -135,7 +136,7 @@ impl<S: crate::ServerHandler + Send + 'static, M: SessionManager> StreamableHttp
         let priming = match (self.config.sse_retry, opened.priming_event_id()) {
             (Some(retry), Some(id)) => Some(ServerSseMessage::priming(id, retry)),
             // A shadow's first event is unknown: prime the retry, not a cursor.
-            (Some(retry), None) => Some(ServerSseMessage::retry(retry)),
+            (Some(retry), None) => Some(crate::line::retry_hint(retry)),
             (None, _) => None,
         };
         let frames = futures::stream::iter(priming)
@@ -151,17 +152,17 @@ impl<S: crate::ServerHandler + Send + 'static, M: SessionManager> StreamableHttp
         cursor: EventCursor,
     ) -> BoxResponse {
         let raw = cursor.to_string();
-        let id = match (cursor.as_rmcp(), local.event_store()) {
-            (Some(id), None) => id,
+        let id = match (cursor.as_rmcp(), local.has_event_store()) {
+            (Some(id), false) => id,
             // An event store assigns its own ids and answers from itself.
-            (_, Some(_)) => {
+            (_, true) => {
                 return match local.resume_with_notice(session, &raw).await {
                     Ok(resumed) => self.resumed(session, resumed.notice, resumed.stream),
                     Err(error) => self.rejected(session, &raw, &error.to_string(), None),
                 };
             }
             // A foreign id scheme: not an id this server ever gave out.
-            (None, None) => {
+            (None, false) => {
                 self.telemetry.count(Counter::Rejected);
                 let why = raw.parse::<EventId>().err().map_or_else(
                     || "not an event id of this server".to_owned(),

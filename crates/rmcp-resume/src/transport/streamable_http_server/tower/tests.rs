@@ -77,18 +77,11 @@ fn accept_header_parsing_honours_q_zero() {
 }
 
 #[test]
-fn config_round_trips_into_upstream() {
-    let config = StreamableHttpServerConfig::default()
-        .with_sse_keep_alive(Some(Duration::from_secs(7)))
-        .with_allowed_hosts(["example.com"])
-        .with_max_request_body_bytes(1234)
-        .enforce_origin_validation();
-    let upstream = config.to_upstream();
-    assert_eq!(upstream.sse_keep_alive, Some(Duration::from_secs(7)));
-    assert_eq!(upstream.allowed_hosts, ["example.com"]);
-    assert_eq!(upstream.max_request_body_bytes, 1234);
+fn the_default_config_keeps_sessions_and_primes_a_retry() {
+    // The fork's resumption needs both: sessions hold the logs, and the
+    // priming `retry` is the delay the server asks of reconnecting clients.
     let defaults = StreamableHttpServerConfig::default();
-    assert!(defaults.legacy_session_mode);
+    assert!(crate::line::session_mode(&defaults));
     assert_eq!(defaults.sse_retry, Some(Duration::from_secs(3)));
 }
 

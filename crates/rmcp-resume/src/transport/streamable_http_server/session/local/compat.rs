@@ -10,8 +10,9 @@ use futures::StreamExt;
 use tokio::sync::{mpsc, oneshot};
 
 use super::{EventId, HttpRequestId, LocalSessionHandle, OpenedStream, Resumption, SessionError};
+use crate::line::EventStream;
 use crate::model::{ClientJsonRpcMessage, RequestId, ServerJsonRpcMessage};
-use crate::transport::streamable_http_server::session::{EventStream, ServerSseMessage};
+use crate::transport::streamable_http_server::session::ServerSseMessage;
 
 /// The receiving end of one SSE connection.
 #[derive(Debug)]

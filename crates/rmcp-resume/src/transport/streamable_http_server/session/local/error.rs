@@ -4,7 +4,8 @@ use std::time::Duration;
 
 use super::compat::SessionEvent;
 use super::{EventId, EventIdParseError, HttpRequestId};
-use crate::transport::streamable_http_server::session::EventStoreError;
+#[cfg(not(rmcp_line_1))]
+use crate::line::EventStoreError;
 
 /// Errors of one session.
 ///
@@ -20,6 +21,7 @@ pub enum SessionError {
     #[error("Invalid event id")]
     InvalidEventId,
     /// The event store failed.
+    #[cfg(not(rmcp_line_1))]
     #[error("Event store error: {0}")]
     EventStore(#[source] EventStoreError),
     /// The events after the cursor were evicted from the stream's log.

@@ -11,19 +11,22 @@ use super::{
     EventId, EventIdParseError, LocalSessionHandle, ResumedStream, Resumption, SessionConfig,
     SessionError, SessionTransport,
 };
+use crate::line::StoreSlot;
 use crate::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
 use crate::transport::WorkerTransport;
 use crate::transport::common::server_side_http::{SessionId, session_id};
-use crate::transport::resumption::{EventCursor, ReplayNotice, ResumeAnswer, RmcpEventId};
+use crate::transport::resumption::{ResumeAnswer, RmcpEventId};
+#[cfg(not(rmcp_line_1))]
+use crate::transport::streamable_http_server::session::EventStore;
 use crate::transport::streamable_http_server::session::{
-    EventStore, RestoreOutcome, ServerSseMessage, SessionManager,
+    RestoreOutcome, ServerSseMessage, SessionManager,
 };
 
 /// Keeps every session of this process in memory.
 #[derive(Debug, Default)]
 #[non_exhaustive]
 pub struct LocalSessionManager {
-    event_store: Option<Arc<dyn EventStore>>,
+    event_store: StoreSlot,
     /// Configuration given to each new session.
     pub session_config: SessionConfig,
     /// Live sessions by id.
@@ -51,9 +54,10 @@ pub enum LocalSessionManagerError {
 impl LocalSessionManager {
     /// Persists every event in `event_store`, which then assigns event ids and
     /// answers resumes.
+    #[cfg(not(rmcp_line_1))]
     pub fn with_event_store(self, event_store: Arc<dyn EventStore>) -> Self {
         Self {
-            event_store: Some(event_store),
+            event_store: StoreSlot::new(event_store),
             ..self
         }
     }
@@ -102,6 +106,11 @@ impl LocalSessionManager {
         (handle, WorkerTransport::spawn(worker))
     }
 
+    /// Whether resumes are answered from an event store.
+    pub(crate) fn has_event_store(&self) -> bool {
+        self.event_store.is_set()
+    }
+
     /// Decides a resume of `cursor` on session `id` (fork-only): the
     /// [`plan`](crate::transport::resumption::plan())'s answer, with the
     /// stream when it has one. An unknown session is
@@ -129,14 +138,13 @@ impl LocalSessionManager {
         id: &SessionId,
         cursor: &str,
     ) -> Result<ResumedStream, LocalSessionManagerError> {
-        if let Some(store) = &self.event_store {
-            let stream = store
-                .replay_events_after(cursor)
-                .await
-                .map_err(SessionError::EventStore)?;
-            let cursor = EventCursor::parse(cursor).map_err(EventIdParseError::Malformed)?;
+        #[cfg(not(rmcp_line_1))]
+        if let Some(replayed) = self.event_store.replay_after(cursor).await {
+            let stream = replayed.map_err(SessionError::EventStore)?;
+            let cursor = crate::transport::resumption::EventCursor::parse(cursor)
+                .map_err(EventIdParseError::Malformed)?;
             return Ok(ResumedStream {
-                notice: ReplayNotice {
+                notice: crate::transport::resumption::ReplayNotice {
                     cursor,
                     floor: None,
                     complete: true,
@@ -241,7 +249,8 @@ impl SessionManager for LocalSessionManager {
         }
     }
 
+    #[cfg(not(rmcp_line_1))]
     fn event_store(&self) -> Option<Arc<dyn EventStore>> {
-        self.event_store.clone()
+        self.event_store.get()
     }
 }

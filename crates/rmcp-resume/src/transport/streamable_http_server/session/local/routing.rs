@@ -10,8 +10,8 @@ use std::collections::HashMap;
 
 use super::HttpRequestId;
 use crate::model::{
-    ClientJsonRpcMessage, ClientNotification, GetExtensions, GetMeta, JsonRpcMessage,
-    ProgressToken, RequestId, ServerJsonRpcMessage, ServerNotification,
+    ClientJsonRpcMessage, ClientNotification, GetMeta, JsonRpcMessage, ProgressToken, RequestId,
+    ServerJsonRpcMessage, ServerNotification,
 };
 
 /// What ties a server message to a request.
@@ -55,21 +55,15 @@ impl Routes {
                     false,
                 ),
                 ServerNotification::CancelledNotification(cancelled) => (
-                    cancelled
-                        .params
-                        .request_id
-                        .clone()
+                    crate::line::cancelled_request(&cancelled.params)
                         .and_then(|id| self.by(Route::Request(id))),
                     false,
                 ),
                 _ => (None, false),
             },
             JsonRpcMessage::Request(request) => (
-                request
-                    .request
-                    .extensions()
-                    .get::<crate::service::OriginatingRequestId>()
-                    .and_then(|origin| self.by(Route::Request(origin.0.clone()))),
+                crate::line::originating_request(&request.request)
+                    .and_then(|origin| self.by(Route::Request(origin))),
                 false,
             ),
         };
@@ -99,7 +93,7 @@ impl Routes {
     pub(super) fn cancelled(&self, message: &ClientJsonRpcMessage) -> Option<HttpRequestId> {
         if let JsonRpcMessage::Notification(notification) = message
             && let ClientNotification::CancelledNotification(cancelled) = &notification.notification
-            && let Some(request_id) = cancelled.params.request_id.clone()
+            && let Some(request_id) = crate::line::cancelled_request(&cancelled.params)
         {
             return self.by(Route::Request(request_id));
         }

@@ -1,8 +1,8 @@
 //! What opening or resuming one of a session's streams hands back.
 
 use super::HttpRequestId;
+use crate::line::EventStream;
 use crate::transport::resumption::{ReplayNotice, ResumeAnswer, RmcpEventId};
-use crate::transport::streamable_http_server::session::EventStream;
 
 /// A new connection to one of a session's streams, read straight from the
 /// stream's log (fork-only; upstream's `Receiver`-based API adds a task per

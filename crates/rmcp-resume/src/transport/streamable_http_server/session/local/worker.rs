@@ -17,13 +17,12 @@ use super::{
     EventId, HttpRequestId, LocalSessionHandle, LocalSessionWorkerError, MAX_SHADOW_STREAMS,
     OpenedStream, Resumption, SessionConfig, SessionError,
 };
+use crate::line::{EventStream, StoreSlot};
 use crate::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
 use crate::transport::WorkerTransport;
 use crate::transport::common::server_side_http::SessionId;
 use crate::transport::resumption::{ResumeAnswer, StreamId, StreamLookup, plan};
-use crate::transport::streamable_http_server::session::{
-    EventStore, EventStream, ServerSseMessage,
-};
+use crate::transport::streamable_http_server::session::ServerSseMessage;
 use crate::transport::worker::{Worker, WorkerConfig, WorkerContext, WorkerQuitReason};
 
 /// The transport a session's service runs on.
@@ -53,7 +52,13 @@ pub fn create_local_session(
     id: impl Into<SessionId>,
     config: SessionConfig,
 ) -> (LocalSessionHandle, LocalSessionWorker) {
-    new_session(id.into(), config, None, Incarnation::First, None)
+    new_session(
+        id.into(),
+        config,
+        StoreSlot::default(),
+        Incarnation::First,
+        None,
+    )
 }
 
 /// What an event weighs against the byte budgets: its JSON, plus what its
@@ -115,7 +120,7 @@ fn restored_base() -> u64 {
 pub(super) fn new_session(
     id: SessionId,
     config: SessionConfig,
-    event_store: Option<Arc<dyn EventStore>>,
+    event_store: StoreSlot,
     incarnation: Incarnation,
     process: Option<Arc<Meter>>,
 ) -> (LocalSessionHandle, LocalSessionWorker) {
@@ -170,7 +175,7 @@ struct RequestStream {
 pub struct LocalSessionWorker {
     id: SessionId,
     config: SessionConfig,
-    event_store: Option<Arc<dyn EventStore>>,
+    event_store: StoreSlot,
     event_rx: mpsc::Receiver<SessionEvent>,
     standalone: Log,
     standalone_parked: VecDeque<Parked>,
@@ -258,7 +263,7 @@ impl LocalSessionWorker {
             self.budget.clone(),
         );
         if let Some(retry) = self.config.sse_retry {
-            self.append(&log, ServerSseMessage::retry(retry)).await?;
+            self.append(&log, crate::line::retry_hint(retry)).await?;
         }
         self.requests.insert(
             m,
@@ -465,19 +470,18 @@ impl LocalSessionWorker {
         stream: StreamId,
         event: &ServerSseMessage,
     ) -> Result<Option<String>, SessionError> {
-        let Some(store) = &self.event_store else {
+        if !self.event_store.is_set() {
             return Ok(None);
-        };
+        }
         let stream_id = match stream {
             StreamId::Request(m) => format!("{}:{m}", self.id),
             // Upstream's key, so stores written by upstream stay readable.
             StreamId::Standalone => format!("{}:common", self.id),
         };
-        store
-            .store_event(&stream_id, event)
-            .await
-            .map(Some)
-            .map_err(SessionError::EventStore)
+        match self.event_store.store(&stream_id, event).await {
+            Some(stored) => stored.map(Some).map_err(crate::line::store_failed),
+            None => Ok(None),
+        }
     }
 
     /// A stream's log and its parked messages.
@@ -614,7 +618,7 @@ impl LocalSessionWorker {
             None => self.standalone.clone(),
         };
         if let Some(retry) = retry {
-            self.append(&log, ServerSseMessage::retry(retry)).await?;
+            self.append(&log, crate::line::retry_hint(retry)).await?;
         }
         log.end_readers();
         Ok(())

@@ -1,0 +1,171 @@
+//! The 1.8 line: no event store, no SEP-2260 request association, no
+//! response size limits, and a GET only with a session.
+
+/// 1.8 serves every revision it knows with `initialize` and sessions.
+#[cfg(any(
+    feature = "transport-streamable-http-client",
+    feature = "transport-streamable-http-server"
+))]
+pub(crate) fn has_initialize(_version: &crate::model::ProtocolVersion) -> bool {
+    true
+}
+
+/// In 1.8 a cancellation always names its request.
+#[cfg(feature = "transport-streamable-http-server-session")]
+pub(crate) fn cancelled_request(
+    params: &crate::model::CancelledNotificationParam,
+) -> Option<crate::model::RequestId> {
+    Some(params.request_id.clone())
+}
+
+#[cfg(feature = "transport-streamable-http-server-session")]
+pub(crate) use server::*;
+
+#[cfg(feature = "transport-streamable-http-server-session")]
+mod server {
+    use std::pin::Pin;
+
+    use futures::Stream;
+
+    use crate::model::{RequestId, ServerRequest};
+    use crate::transport::streamable_http_server::session::local::SessionError;
+    use crate::transport::streamable_http_server::session::{ServerSseMessage, SessionManager};
+
+    /// A stream of SSE events, as 3.11 names it.
+    pub(crate) type EventStream =
+        Pin<Box<dyn Stream<Item = ServerSseMessage> + Send + Sync + 'static>>;
+
+    /// 1.8 has no event store, so there is never one to write through.
+    #[derive(Clone, Debug, Default)]
+    pub(crate) struct StoreSlot(());
+
+    impl StoreSlot {
+        pub(crate) fn is_set(&self) -> bool {
+            false
+        }
+
+        pub(crate) async fn store(
+            &self,
+            _key: &str,
+            _event: &ServerSseMessage,
+        ) -> Option<Result<String, std::convert::Infallible>> {
+            None
+        }
+    }
+
+    pub(crate) fn store_failed(never: std::convert::Infallible) -> SessionError {
+        match never {}
+    }
+
+    /// A frame that sets the client's reconnect delay and nothing else
+    /// (1.8 has no constructor for it).
+    pub(crate) fn retry_hint(retry: std::time::Duration) -> ServerSseMessage {
+        let mut hint = ServerSseMessage::default();
+        hint.retry = Some(retry);
+        hint
+    }
+
+    /// 1.8 names the session switch `stateful_mode`.
+    #[cfg(feature = "transport-streamable-http-server")]
+    pub(crate) fn session_mode(config: &crate::transport::StreamableHttpServerConfig) -> bool {
+        config.stateful_mode
+    }
+
+    pub(crate) fn has_event_store<M: SessionManager>(_manager: &M) -> bool {
+        false
+    }
+
+    /// 1.8 does not tell which client request a server request serves; it
+    /// goes to the standalone stream, as upstream 1.8 sends it.
+    pub(crate) fn originating_request(_request: &ServerRequest) -> Option<RequestId> {
+        None
+    }
+}
+
+#[cfg(feature = "transport-streamable-http-client")]
+pub(crate) use client::*;
+
+#[cfg(feature = "transport-streamable-http-client")]
+mod client {
+    use std::collections::HashMap;
+    use std::sync::Arc;
+
+    use futures::FutureExt;
+    use futures::future::Either;
+    use futures::stream::BoxStream;
+    use http::{HeaderName, HeaderValue};
+    use sse_stream::{Error as SseError, Sse};
+
+    use crate::model::ClientJsonRpcMessage;
+    use tokio::sync::mpsc::Receiver;
+
+    use crate::transport::streamable_http_client::{
+        StreamableHttpClient, StreamableHttpError, StreamableHttpPostResponse,
+    };
+    use crate::transport::worker::{Worker, WorkerContext, WorkerSendRequest};
+
+    /// 1.8's errors carry no HTTP status of their own.
+    pub(crate) fn http_status<E: std::error::Error + Send + Sync + 'static>(
+        _error: &StreamableHttpError<E>,
+    ) -> Option<http::StatusCode> {
+        None
+    }
+
+    /// 1.8 reads SSE events of any size.
+    #[derive(Clone, Copy, Debug, Default)]
+    pub(crate) struct ResponseLimits(());
+
+    pub(crate) fn event_limit(_limits: &ResponseLimits) -> usize {
+        usize::MAX
+    }
+
+    pub(crate) fn post<C: StreamableHttpClient>(
+        client: &C,
+        endpoint: Arc<str>,
+        message: ClientJsonRpcMessage,
+        session: Option<Arc<str>>,
+        bearer: Option<String>,
+        headers: HashMap<HeaderName, HeaderValue>,
+        _limits: ResponseLimits,
+    ) -> impl Future<Output = Result<StreamableHttpPostResponse, StreamableHttpError<C::Error>>>
+    + Send
+    + '_ {
+        client.post_message(endpoint, message, session, bearer, headers)
+    }
+
+    /// The GET. Without a session 1.8's client cannot send one (a stateless
+    /// server's request stream): the resume ends as a server without SSE.
+    pub(crate) fn get<C: StreamableHttpClient>(
+        client: &C,
+        endpoint: Arc<str>,
+        session: Option<Arc<str>>,
+        cursor: Option<String>,
+        bearer: Option<String>,
+        headers: HashMap<HeaderName, HeaderValue>,
+        _event_limit: usize,
+    ) -> impl Future<
+        Output = Result<BoxStream<'static, Result<Sse, SseError>>, StreamableHttpError<C::Error>>,
+    > + Send
+    + '_ {
+        match session {
+            Some(session) => {
+                Either::Left(client.get_stream(endpoint, session, cursor, bearer, headers))
+            }
+            None => Either::Right(
+                futures::future::ready(Err(StreamableHttpError::ServerDoesNotSupportSse)).boxed(),
+            ),
+        }
+    }
+
+    /// 1.8's worker has a single queue: there is no control queue.
+    pub(crate) fn take_control<W: Worker>(
+        _context: &mut WorkerContext<W>,
+    ) -> Option<Receiver<WorkerSendRequest<W>>> {
+        None
+    }
+
+    /// 1.8 has no request cancellation in the worker.
+    pub(crate) fn cancelled_before_sending<W: Worker>(_request: &WorkerSendRequest<W>) -> bool {
+        false
+    }
+}

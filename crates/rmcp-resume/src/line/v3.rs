@@ -1,0 +1,210 @@
+//! The 3.11 line: upstream has everything the glue asks for.
+
+/// Whether `version` has `initialize`, and so sessions and resumable streams.
+#[cfg(any(
+    feature = "transport-streamable-http-client",
+    feature = "transport-streamable-http-server"
+))]
+pub(crate) fn has_initialize(version: &crate::model::ProtocolVersion) -> bool {
+    version.has_initialize()
+}
+
+/// The request a cancellation names, if it names one.
+#[cfg(feature = "transport-streamable-http-server-session")]
+pub(crate) fn cancelled_request(
+    params: &crate::model::CancelledNotificationParam,
+) -> Option<crate::model::RequestId> {
+    params.request_id.clone()
+}
+
+#[cfg(feature = "transport-streamable-http-server-session")]
+pub(crate) use server::*;
+
+#[cfg(feature = "transport-streamable-http-server-session")]
+mod server {
+    use std::sync::Arc;
+
+    use crate::model::{GetExtensions, RequestId, ServerRequest};
+    use crate::transport::streamable_http_server::session::local::SessionError;
+    use crate::transport::streamable_http_server::session::{
+        EventStore, ServerSseMessage, SessionManager,
+    };
+    pub(crate) use crate::transport::streamable_http_server::session::{
+        EventStoreError, EventStream,
+    };
+
+    /// The event store a local session manager writes through, if any.
+    #[derive(Clone, Default)]
+    pub(crate) struct StoreSlot(Option<Arc<dyn EventStore>>);
+
+    impl std::fmt::Debug for StoreSlot {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.debug_tuple("StoreSlot").field(&self.0.is_some()).finish()
+        }
+    }
+
+    impl StoreSlot {
+        pub(crate) fn new(store: Arc<dyn EventStore>) -> Self {
+            Self(Some(store))
+        }
+
+        pub(crate) fn get(&self) -> Option<Arc<dyn EventStore>> {
+            self.0.clone()
+        }
+
+        pub(crate) fn is_set(&self) -> bool {
+            self.0.is_some()
+        }
+
+        /// Persists `event` under `key`; `None` when there is no store.
+        pub(crate) async fn store(
+            &self,
+            key: &str,
+            event: &ServerSseMessage,
+        ) -> Option<Result<String, EventStoreError>> {
+            match &self.0 {
+                Some(store) => Some(store.store_event(key, event).await),
+                None => None,
+            }
+        }
+
+        /// The store's events after `cursor`; `None` when there is no store.
+        pub(crate) async fn replay_after(
+            &self,
+            cursor: &str,
+        ) -> Option<Result<EventStream, EventStoreError>> {
+            match &self.0 {
+                Some(store) => Some(store.replay_events_after(cursor).await),
+                None => None,
+            }
+        }
+    }
+
+    /// The session's error for a failed write to the store.
+    pub(crate) fn store_failed(error: EventStoreError) -> SessionError {
+        SessionError::EventStore(error)
+    }
+
+    /// A frame that sets the client's reconnect delay and nothing else.
+    pub(crate) fn retry_hint(retry: std::time::Duration) -> ServerSseMessage {
+        ServerSseMessage::retry(retry)
+    }
+
+    /// Whether the service keeps sessions for the revisions that have them.
+    #[cfg(feature = "transport-streamable-http-server")]
+    pub(crate) fn session_mode(config: &crate::transport::StreamableHttpServerConfig) -> bool {
+        config.legacy_session_mode
+    }
+
+    /// Whether `manager` answers resumes from a shared event store.
+    pub(crate) fn has_event_store<M: SessionManager>(manager: &M) -> bool {
+        manager.event_store().is_some()
+    }
+
+    /// The client request a server request was issued while handling.
+    pub(crate) fn originating_request(request: &ServerRequest) -> Option<RequestId> {
+        request
+            .extensions()
+            .get::<crate::service::OriginatingRequestId>()
+            .map(|origin| origin.0.clone())
+    }
+}
+
+#[cfg(feature = "transport-streamable-http-client")]
+pub(crate) use client::*;
+
+#[cfg(feature = "transport-streamable-http-client")]
+mod client {
+    use std::collections::HashMap;
+    use std::sync::Arc;
+
+    use http::{HeaderName, HeaderValue};
+
+    use crate::model::ClientJsonRpcMessage;
+    pub(crate) use crate::transport::streamable_http_client::StreamableHttpResponseLimits as ResponseLimits;
+    use crate::transport::streamable_http_client::{
+        StreamableHttpClient, StreamableHttpError, StreamableHttpPostResponse,
+    };
+    use futures::stream::BoxStream;
+    use sse_stream::{Error as SseError, Sse};
+
+    use tokio::sync::mpsc::Receiver;
+
+    use crate::transport::worker::{Worker, WorkerContext, WorkerSendRequest};
+
+    /// The HTTP status a client error reports in its own variant.
+    pub(crate) fn http_status<E: std::error::Error + Send + Sync + 'static>(
+        error: &StreamableHttpError<E>,
+    ) -> Option<http::StatusCode> {
+        match error {
+            StreamableHttpError::HttpStatus(status) => {
+                http::StatusCode::from_u16(status.status).ok()
+            }
+            _ => None,
+        }
+    }
+
+    /// The largest SSE event the client accepts under `limits`.
+    pub(crate) fn event_limit(limits: &ResponseLimits) -> usize {
+        limits.max_sse_event_size
+    }
+
+    /// The POST, under `limits`.
+    pub(crate) fn post<C: StreamableHttpClient>(
+        client: &C,
+        endpoint: Arc<str>,
+        message: ClientJsonRpcMessage,
+        session: Option<Arc<str>>,
+        bearer: Option<String>,
+        headers: HashMap<HeaderName, HeaderValue>,
+        limits: ResponseLimits,
+    ) -> impl Future<Output = Result<StreamableHttpPostResponse, StreamableHttpError<C::Error>>>
+    + Send
+    + '_ {
+        client
+            .post_message_with_response_limits(endpoint, message, session, bearer, headers, limits)
+    }
+
+    /// The GET, with events of at most `event_limit` bytes.
+    pub(crate) fn get<C: StreamableHttpClient>(
+        client: &C,
+        endpoint: Arc<str>,
+        session: Option<Arc<str>>,
+        cursor: Option<String>,
+        bearer: Option<String>,
+        headers: HashMap<HeaderName, HeaderValue>,
+        event_limit: usize,
+    ) -> impl Future<
+        Output = Result<BoxStream<'static, Result<Sse, SseError>>, StreamableHttpError<C::Error>>,
+    > + Send
+    + '_ {
+        client.get_stream_with_max_sse_event_size(
+            endpoint,
+            session,
+            cursor,
+            bearer,
+            headers,
+            event_limit,
+        )
+    }
+
+    /// The queue of control messages (responses, cancellations), which the
+    /// worker sends before requests; taken out of `context` so that both
+    /// queues can be awaited at once.
+    pub(crate) fn take_control<W: Worker>(
+        context: &mut WorkerContext<W>,
+    ) -> Option<Receiver<WorkerSendRequest<W>>> {
+        let (_, closed) = tokio::sync::mpsc::channel(1);
+        Some(std::mem::replace(
+            &mut context.control_from_handler_rx,
+            closed,
+        ))
+    }
+
+    /// Whether the request was cancelled before the worker got to it.
+    pub(crate) fn cancelled_before_sending<W: Worker>(request: &WorkerSendRequest<W>) -> bool {
+        request
+            .cancellation_token()
+            .is_some_and(|token| token.is_cancelled())
+    }
+}
