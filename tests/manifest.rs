@@ -1,16 +1,42 @@
-//! The overlay accepts exactly upstream's feature names, forwards each one,
-//! and the patch face declares the same table.
+//! Each overlay accepts exactly its upstream's feature names, forwards each
+//! one, and its patch face declares the same table.
+//!
+//! Upstream's names are read from the manifest of the package cargo
+//! downloaded, at the version the overlay pins, so that moving a pin needs
+//! no edit here.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
 type Features = BTreeMap<String, Vec<String>>;
 
-fn features(manifest: &str) -> Features {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(manifest);
+/// One upstream line: its overlay and its patch face.
+struct Line {
+    overlay: &'static str,
+    face: &'static str,
+}
+
+const LINE_3: Line = Line {
+    overlay: "crates/rmcp-resume/Cargo.toml",
+    face: "crates/rmcp/Cargo.toml",
+};
+
+const LINE_1: Line = Line {
+    overlay: "crates/rmcp-resume-1/Cargo.toml",
+    face: "crates/rmcp-1/Cargo.toml",
+};
+
+fn manifest(path: PathBuf) -> toml::Table {
     let text =
         std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
-    let doc: toml::Table = text.parse().expect("manifest is valid TOML");
+    text.parse().expect("manifest is valid TOML")
+}
+
+fn ours(relative: &str) -> toml::Table {
+    manifest(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(relative))
+}
+
+fn features(doc: &toml::Table) -> Features {
     let table = doc["features"].as_table().expect("[features] table");
     table
         .iter()
@@ -26,54 +52,60 @@ fn features(manifest: &str) -> Features {
         .collect()
 }
 
-/// Upstream's 29 declared feature names plus the implicit `base64` and
-/// `uuid`, as published in rmcp 3.11.0.
-const UPSTREAM_FEATURES: [&str; 31] = [
-    "__reqwest",
-    "auth",
-    "auth-client-credentials-jwt",
-    "auth-enterprise-managed",
-    "base64",
-    "client",
-    "client-side-sse",
-    "default",
-    "elicitation",
-    "local",
-    "macros",
-    "request-state",
-    "reqwest",
-    "reqwest-native-tls",
-    "reqwest-tls-no-provider",
-    "schemars",
-    "server",
-    "server-side-http",
-    "skills-fs",
-    "tower",
-    "transport-async-rw",
-    "transport-child-process",
-    "transport-io",
-    "transport-streamable-http-client",
-    "transport-streamable-http-client-reqwest",
-    "transport-streamable-http-client-unix-socket",
-    "transport-streamable-http-server",
-    "transport-streamable-http-server-session",
-    "transport-worker",
-    "uuid",
-    "which-command",
-];
+/// The exact upstream version an overlay pins (`=X.Y.Z`).
+fn pinned(overlay: &toml::Table) -> String {
+    let req = overlay["dependencies"]["upstream"]["version"]
+        .as_str()
+        .expect("upstream has a version requirement");
+    req.strip_prefix('=').expect("the pin is exact").to_owned()
+}
 
-#[test]
-fn overlay_accepts_every_upstream_feature_and_forwards_it() {
-    let overlay = features("crates/rmcp-resume/Cargo.toml");
-    let names: Vec<_> = overlay.keys().map(String::as_str).collect();
-    assert_eq!(names, UPSTREAM_FEATURES);
-    for (name, enables) in &overlay {
+fn downloaded_manifest(version: &str) -> toml::Table {
+    let home = std::env::var_os("CARGO_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")))
+        .expect("neither CARGO_HOME nor HOME is set");
+    let src = home.join("registry").join("src");
+    let found = std::fs::read_dir(&src)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", src.display()))
+        .filter_map(Result::ok)
+        .map(|index| index.path().join(format!("rmcp-{version}/Cargo.toml")))
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| panic!("rmcp-{version} not unpacked under {}", src.display()));
+    manifest(found)
+}
+
+/// Every feature name upstream accepts: the declared ones, plus the implicit
+/// feature of each optional dependency that no `dep:` entry hides.
+fn upstream_names(doc: &toml::Table) -> BTreeSet<String> {
+    let declared = features(doc);
+    let hidden: BTreeSet<&str> = declared
+        .values()
+        .flatten()
+        .filter_map(|x| x.strip_prefix("dep:"))
+        .map(|x| x.split('?').next().unwrap_or(x))
+        .collect();
+    let implicit = doc["dependencies"]
+        .as_table()
+        .expect("[dependencies]")
+        .iter()
+        .filter(|(_, spec)| spec.get("optional").and_then(|o| o.as_bool()) == Some(true))
+        .map(|(name, _)| name.as_str())
+        .filter(|name| !hidden.contains(name))
+        .map(str::to_owned);
+    declared.keys().cloned().chain(implicit).collect()
+}
+
+fn accepts_every_upstream_feature_and_forwards_it(line: &Line) {
+    let overlay = ours(line.overlay);
+    let upstream = downloaded_manifest(&pinned(&overlay));
+    let ours = features(&overlay);
+    let names: BTreeSet<String> = ours.keys().cloned().collect();
+    assert_eq!(names, upstream_names(&upstream), "{}", line.overlay);
+    let upstream_default = &features(&upstream)["default"];
+    for (name, enables) in &ours {
         if name == "default" {
-            assert_eq!(
-                enables,
-                &["base64", "macros", "server"],
-                "upstream's default set"
-            );
+            assert_eq!(enables, upstream_default, "upstream's default set");
         } else {
             assert!(
                 enables.contains(&format!("upstream/{name}")),
@@ -84,9 +116,41 @@ fn overlay_accepts_every_upstream_feature_and_forwards_it() {
 }
 
 #[test]
-fn patch_face_declares_the_same_features() {
-    assert_eq!(
-        features("crates/rmcp/Cargo.toml"),
-        features("crates/rmcp-resume/Cargo.toml")
-    );
+fn overlay_accepts_every_upstream_feature_and_forwards_it() {
+    accepts_every_upstream_feature_and_forwards_it(&LINE_3);
+}
+
+#[test]
+fn overlay_1_accepts_every_upstream_1_feature_and_forwards_it() {
+    accepts_every_upstream_feature_and_forwards_it(&LINE_1);
+}
+
+#[test]
+fn patch_faces_declare_their_overlays_features() {
+    for line in [LINE_3, LINE_1] {
+        assert_eq!(
+            features(&ours(line.face)),
+            features(&ours(line.overlay)),
+            "{} and {} differ",
+            line.face,
+            line.overlay
+        );
+    }
+}
+
+#[test]
+fn patch_faces_carry_upstream_version_and_tag() {
+    for line in [LINE_3, LINE_1] {
+        let version = pinned(&ours(line.overlay));
+        let face = ours(line.face);
+        assert_eq!(face["package"]["name"].as_str(), Some("rmcp"));
+        assert_eq!(face["package"]["version"].as_str(), Some(version.as_str()));
+        let tag = format!("rmcp-v{version}");
+        assert_eq!(
+            face["dependencies"]["upstream"]["tag"].as_str(),
+            Some(tag.as_str()),
+            "{}",
+            line.face
+        );
+    }
 }

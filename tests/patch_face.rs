@@ -1,8 +1,9 @@
-//! Proof (b): the `[patch.crates-io]` face replaces rmcp in an application
-//! that asks for plain `rmcp = "3.11"`, and it builds offline.
+//! Proof (b): each `[patch.crates-io]` face replaces rmcp in an application
+//! that asks for plain `rmcp = "3.11"` or `rmcp = "1.8"`, and it builds
+//! offline.
 //!
-//! The face takes upstream from upstream's git tag. Nothing of upstream is
-//! committed here: at test time the rmcp 3.11.0 package that cargo already
+//! A face takes upstream from upstream's git tag. Nothing of upstream is
+//! committed here: at test time the rmcp package that cargo already
 //! downloaded is laid out as a directory source, and the fixture's cargo
 //! config replaces the git source with it. The test then asserts what
 //! `cargo tree` resolved and runs the fixture, which calls a tool and prints
@@ -12,7 +13,42 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 const UPSTREAM_GIT: &str = "https://github.com/modelcontextprotocol/rust-sdk";
-const UPSTREAM_TAG: &str = "rmcp-v3.11.0";
+
+/// One patch face and the untouched application that proves it.
+struct Face {
+    /// The face's directory, relative to the repository.
+    dir: &'static str,
+    /// Upstream's exact version, which the face also carries.
+    version: &'static str,
+    /// What the fixture application writes in its manifest.
+    requirement: &'static str,
+    /// The fixture's directory under `tests/fixtures`.
+    fixture: &'static str,
+    /// The tool result the fixture prints.
+    result: &'static str,
+}
+
+impl Face {
+    fn tag(&self) -> String {
+        format!("rmcp-v{}", self.version)
+    }
+}
+
+const FACE_3: Face = Face {
+    dir: "crates/rmcp",
+    version: "3.11.0",
+    requirement: "3.11",
+    fixture: "patch-app",
+    result: "PATCHED",
+};
+
+const FACE_1: Face = Face {
+    dir: "crates/rmcp-1",
+    version: "1.8.0",
+    requirement: "1.8",
+    fixture: "patch-app-1",
+    result: "patched",
+};
 
 fn repo_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -25,16 +61,17 @@ fn cargo_home() -> PathBuf {
         .expect("neither CARGO_HOME nor HOME is set")
 }
 
-/// The unpacked rmcp 3.11.0 package from the local registry cache. The
-/// workspace depends on it, so building this test guarantees it is there.
-fn downloaded_upstream() -> PathBuf {
+/// The unpacked upstream package from the local registry cache. The
+/// workspace depends on both lines, so building this test guarantees it is
+/// there.
+fn downloaded_upstream(version: &str) -> PathBuf {
     let src = cargo_home().join("registry").join("src");
     let found = std::fs::read_dir(&src)
         .unwrap_or_else(|e| panic!("cannot read {}: {e}", src.display()))
         .filter_map(Result::ok)
-        .map(|index| index.path().join("rmcp-3.11.0"))
+        .map(|index| index.path().join(format!("rmcp-{version}")))
         .find(|p| p.join("Cargo.toml").is_file());
-    found.unwrap_or_else(|| panic!("rmcp-3.11.0 not unpacked under {}", src.display()))
+    found.unwrap_or_else(|| panic!("rmcp-{version} not unpacked under {}", src.display()))
 }
 
 fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
@@ -56,10 +93,10 @@ fn toml_path(p: &Path) -> String {
 }
 
 /// Lays out the fixture app and a directory source standing in for the git tag.
-fn prepare(scratch: &Path) -> std::io::Result<PathBuf> {
+fn prepare(face: &Face, scratch: &Path) -> std::io::Result<PathBuf> {
     let vendor = scratch.join("vendor");
     let pkg = vendor.join("rmcp");
-    copy_tree(&downloaded_upstream(), &pkg)?;
+    copy_tree(&downloaded_upstream(face.version), &pkg)?;
     // A git source has no registry checksum, so the package checksum is null;
     // an empty file map skips per-file verification.
     std::fs::write(
@@ -71,21 +108,24 @@ fn prepare(scratch: &Path) -> std::io::Result<PathBuf> {
     std::fs::create_dir_all(app.join("src"))?;
     std::fs::create_dir_all(app.join(".cargo"))?;
     std::fs::copy(
-        repo_root().join("tests/fixtures/patch-app/main.rs"),
+        repo_root()
+            .join("tests/fixtures")
+            .join(face.fixture)
+            .join("main.rs"),
         app.join("src/main.rs"),
     )?;
-    let face = repo_root().join("crates/rmcp");
+    let face_dir = repo_root().join(face.dir);
     std::fs::write(
         app.join("Cargo.toml"),
         format!(
             r#"[package]
-name = "patch-app"
+name = "{name}"
 version = "0.0.0"
 edition = "2024"
 publish = false
 
 [dependencies]
-rmcp = {{ version = "3.11", features = ["server", "client", "macros", "schemars", "transport-streamable-http-server", "transport-streamable-http-client-reqwest"] }}
+rmcp = {{ version = "{requirement}", features = ["server", "client", "macros", "schemars", "transport-streamable-http-server", "transport-streamable-http-client-reqwest"] }}
 axum = {{ version = "0.8", default-features = false, features = ["http1", "tokio"] }}
 serde = {{ version = "1", features = ["derive"] }}
 serde_json = "1"
@@ -97,7 +137,9 @@ rmcp = {{ path = "{face}" }}
 
 [workspace]
 "#,
-            face = toml_path(&face)
+            name = face.fixture,
+            requirement = face.requirement,
+            face = toml_path(&face_dir)
         ),
     )?;
     std::fs::write(
@@ -105,12 +147,13 @@ rmcp = {{ path = "{face}" }}
         format!(
             r#"[source.upstream-git]
 git = "{UPSTREAM_GIT}"
-tag = "{UPSTREAM_TAG}"
+tag = "{tag}"
 replace-with = "upstream-offline"
 
 [source.upstream-offline]
 directory = "{vendor}"
 "#,
+            tag = face.tag(),
             vendor = toml_path(&vendor)
         ),
     )?;
@@ -121,7 +164,7 @@ directory = "{vendor}"
     let lock = std::fs::read_to_string(repo_root().join("Cargo.lock"))?;
     let vcs = std::fs::read_to_string(pkg.join(".cargo_vcs_info.json"))?;
     let sha = vcs_sha1(&vcs).expect("no git sha1 in .cargo_vcs_info.json");
-    std::fs::write(app.join("Cargo.lock"), repin_upstream(&lock, &sha))?;
+    std::fs::write(app.join("Cargo.lock"), repin_upstream(face, &lock, &sha))?;
     Ok(app)
 }
 
@@ -133,21 +176,29 @@ fn vcs_sha1(vcs_info: &str) -> Option<String> {
     (sha.len() == 40 && sha.bytes().all(|b| b.is_ascii_hexdigit())).then(|| sha.to_owned())
 }
 
-/// Rewrites the crates.io `rmcp 3.11.0` entry of a lock file into the git
-/// entry the face's dependency resolves to.
-fn repin_upstream(lock: &str, sha: &str) -> String {
+/// Rewrites the lock file's crates.io entry for the face's upstream version
+/// into the git entry the face's dependency resolves to. The workspace locks
+/// both lines; the other one's entry is left alone, and cargo drops it.
+fn repin_upstream(face: &Face, lock: &str, sha: &str) -> String {
     let mut out = String::with_capacity(lock.len());
+    let mut name_is_rmcp = false;
     let mut in_upstream = false;
+    let version_line = format!("version = \"{}\"", face.version);
     for line in lock.lines() {
         if line == "[[package]]" {
+            name_is_rmcp = false;
             in_upstream = false;
         }
         if line == "name = \"rmcp\"" {
+            name_is_rmcp = true;
+        }
+        if name_is_rmcp && line == version_line {
             in_upstream = true;
         }
         if in_upstream && line.starts_with("source = ") {
             out.push_str(&format!(
-                "source = \"git+{UPSTREAM_GIT}?tag={UPSTREAM_TAG}#{sha}\"\n"
+                "source = \"git+{UPSTREAM_GIT}?tag={tag}#{sha}\"\n",
+                tag = face.tag()
             ));
             continue;
         }
@@ -183,40 +234,61 @@ fn cargo(app: &Path, args: &[&str]) -> Output {
     out
 }
 
-#[test]
-fn patch_face_replaces_crates_io_rmcp_offline() {
-    let scratch = std::env::temp_dir().join(format!("rmcp-resume-patch-{}", std::process::id()));
+fn prove(face: &Face) {
+    let scratch = std::env::temp_dir().join(format!(
+        "rmcp-resume-{}-{}",
+        face.fixture,
+        std::process::id()
+    ));
     let _ = std::fs::remove_dir_all(&scratch);
-    let app = prepare(&scratch).expect("lay out the fixture");
+    let app = prepare(face, &scratch).expect("lay out the fixture");
 
     // What the resolver chose: the app's `rmcp` is the face (path source,
     // upstream's exact version), and the face's `upstream` is the git tag.
     let tree = cargo(&app, &["tree", "--depth", "2", "-e", "normal"]);
     let tree = String::from_utf8_lossy(&tree.stdout);
-    let face = toml_path(&repo_root().join("crates/rmcp"));
-    let face_line = format!("rmcp v3.11.0 ({face})");
+    let face_path = toml_path(&repo_root().join(face.dir));
+    let face_line = format!("rmcp v{} ({face_path})", face.version);
     assert!(
         tree.lines().any(|l| l.contains(&face_line)),
         "cargo tree does not show the patched package {face_line}:\n{tree}"
     );
+    let upstream_line = format!("rmcp v{} (", face.version);
     assert!(
         tree.lines()
-            .any(|l| l.contains("rmcp v3.11.0 (") && l.contains(UPSTREAM_GIT)),
+            .any(|l| l.contains(&upstream_line) && l.contains(UPSTREAM_GIT)),
         "the face does not take upstream from git:\n{tree}"
     );
+    let registry_line = format!("rmcp v{}", face.version);
     assert!(
         !tree
             .lines()
-            .any(|l| l.trim_start_matches(['│', '├', '└', '─', ' ']) == "rmcp v3.11.0"),
+            .any(|l| l.trim_start_matches(['│', '├', '└', '─', ' ']) == registry_line),
         "crates.io rmcp is still in the graph:\n{tree}"
     );
 
     // And the application, unchanged, runs on the fork.
     let run = cargo(&app, &["run", "--quiet"]);
     let stdout = String::from_utf8_lossy(&run.stdout);
-    assert!(stdout.contains("tool-result=PATCHED"), "{stdout}");
+    assert!(
+        stdout.contains(&format!("tool-result={}", face.result)),
+        "{stdout}"
+    );
     assert!(stdout.contains("fork-package=rmcp\n"), "{stdout}");
-    assert!(stdout.contains("fork-upstream=3.11.0"), "{stdout}");
+    assert!(
+        stdout.contains(&format!("fork-upstream={}", face.version)),
+        "{stdout}"
+    );
 
     let _ = std::fs::remove_dir_all(&scratch);
+}
+
+#[test]
+fn patch_face_replaces_crates_io_rmcp_offline() {
+    prove(&FACE_3);
+}
+
+#[test]
+fn patch_face_1_replaces_crates_io_rmcp_1_offline() {
+    prove(&FACE_1);
 }
