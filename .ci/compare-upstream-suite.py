@@ -1,13 +1,16 @@
 #!/usr/bin/env python3
-"""Check the overlay's run of upstream's tests against upstream's own run.
+"""Check an overlay's run of upstream's tests against upstream's own run.
 
-usage: compare-upstream-suite.py UPSTREAM.txt OVERLAY.txt EXPECTED.tsv [--write PAGE.md]
+usage: compare-upstream-suite.py --line N UPSTREAM.txt OVERLAY.txt EXPECTED.tsv [--write PAGE.md]
 
-The overlay must fail exactly the tests upstream fails plus those listed in
-EXPECTED.tsv (`file::test<TAB>reason`). A listed test that now passes fails
-the check too, so the list stays true. With --write, the result replaces the
-section of PAGE.md between `<!-- suite:begin -->` and `<!-- suite:end -->`.
+N is the rmcp major line (1 or 3). The overlay must fail exactly the tests
+upstream fails plus those EXPECTED.tsv lists for that line
+(`file::test<TAB>lines<TAB>reason`, lines like `1,3`). A listed test that now
+passes fails the check too, so the list stays true. With --write, the result
+replaces the section of PAGE.md between `<!-- suite-N:begin -->` and
+`<!-- suite-N:end -->`.
 """
+import argparse
 import re
 import sys
 
@@ -22,55 +25,68 @@ def read(path):
     return failed | broken, closing[-1]
 
 
-def expected(path):
+def expected(path, line):
     tests = {}
-    for no, line in enumerate(open(path), 1):
-        line = line.rstrip("\n")
-        if not line or line.startswith("#"):
+    for no, row in enumerate(open(path), 1):
+        row = row.rstrip("\n")
+        if not row or row.startswith("#"):
             continue
-        name, sep, reason = line.partition("\t")
-        if not sep or not reason.strip():
-            sys.exit("%s:%d: expected `file::test<TAB>reason`" % (path, no))
-        tests[name] = reason
+        fields = row.split("\t")
+        if len(fields) != 3 or not fields[2].strip():
+            sys.exit("%s:%d: expected `file::test<TAB>lines<TAB>reason`" % (path, no))
+        name, lines, reason = fields
+        if line in lines.split(","):
+            tests[name] = reason
     return tests
 
 
-def passed(line):
-    m = re.search(r"(\d+) passed", line)
+def passed(closing):
+    m = re.search(r"(\d+) passed", closing)
     return int(m.group(1)) if m else 0
 
 
-up_failed, up_line = read(sys.argv[1])
-ov_failed, ov_line = read(sys.argv[2])
-on_purpose = expected(sys.argv[3])
-if passed(up_line) == 0 or passed(ov_line) == 0:
-    sys.exit("the upstream suite passed nothing (%s / %s): it did not really run" % (up_line, ov_line))
-print("upstream: %s" % up_line)
-print("overlay:  %s" % ov_line)
-unexpected = sorted(ov_failed - up_failed - set(on_purpose))
-stale = sorted(set(on_purpose) - ov_failed)
-for name in unexpected:
-    print("  overlay fails %s, which upstream passes and %s does not list" % (name, sys.argv[3]))
-for name in stale:
-    print("  %s lists %s, but the overlay passes it: remove it" % (sys.argv[3], name))
-if unexpected or stale:
-    sys.exit(1)
-for name in sorted(on_purpose):
-    print("  fails on purpose: %s (%s)" % (name, on_purpose[name]))
-print("overlay fails exactly upstream's failures plus the %d listed on purpose" % len(on_purpose))
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--line", required=True)
+    ap.add_argument("upstream")
+    ap.add_argument("overlay")
+    ap.add_argument("expected")
+    ap.add_argument("--write")
+    a = ap.parse_args()
+    up_failed, up_line = read(a.upstream)
+    ov_failed, ov_line = read(a.overlay)
+    on_purpose = expected(a.expected, a.line)
+    if passed(up_line) == 0 or passed(ov_line) == 0:
+        sys.exit("the upstream suite passed nothing (%s / %s): it did not really run" % (up_line, ov_line))
+    print("line %s upstream: %s" % (a.line, up_line))
+    print("line %s overlay:  %s" % (a.line, ov_line))
+    unexpected = sorted(ov_failed - up_failed - set(on_purpose))
+    stale = sorted(set(on_purpose) - ov_failed)
+    for name in unexpected:
+        print("  overlay fails %s, which upstream passes and %s does not list for line %s" % (name, a.expected, a.line))
+    for name in stale:
+        print("  %s lists %s for line %s, but the overlay passes it: remove it" % (a.expected, name, a.line))
+    if unexpected or stale:
+        return 1
+    for name in sorted(on_purpose):
+        print("  fails on purpose: %s (%s)" % (name, on_purpose[name]))
+    print("overlay fails exactly upstream's failures plus the %d listed on purpose" % len(on_purpose))
+    if a.write:
+        begin, end = "<!-- suite-%s:begin -->" % a.line, "<!-- suite-%s:end -->" % a.line
+        text = open(a.write).read()
+        if begin not in text or end not in text:
+            sys.exit("%s has no %s ... %s section" % (a.write, begin, end))
+        rows = ["| Against | Result |", "|---|---|",
+                "| upstream rmcp (itself) | %s |" % up_line.split(": ", 1)[1],
+                "| the overlay | %s |" % ov_line.split(": ", 1)[1],
+                "", "| Test the overlay fails on purpose | Why |", "|---|---|"]
+        rows += ["| `%s` | %s |" % (name, on_purpose[name]) for name in sorted(on_purpose)]
+        head, rest = text.split(begin, 1)
+        _, tail = rest.split(end, 1)
+        open(a.write, "w").write(head + begin + "\n" + "\n".join(rows) + "\n" + end + tail)
+        print("updated %s" % a.write)
+    return 0
 
-if "--write" in sys.argv[4:]:
-    page = sys.argv[sys.argv.index("--write") + 1]
-    begin, end = "<!-- suite:begin -->", "<!-- suite:end -->"
-    text = open(page).read()
-    if begin not in text or end not in text:
-        sys.exit("%s has no %s ... %s section" % (page, begin, end))
-    rows = ["| Against | Result |", "|---|---|",
-            "| upstream rmcp (itself) | %s |" % up_line.split(": ", 1)[1],
-            "| rmcp-resume (the overlay) | %s |" % ov_line.split(": ", 1)[1],
-            "", "| Test the overlay fails on purpose | Why |", "|---|---|"]
-    rows += ["| `%s` | %s |" % (name, on_purpose[name]) for name in sorted(on_purpose)]
-    head, rest = text.split(begin, 1)
-    _, tail = rest.split(end, 1)
-    open(page, "w").write(head + begin + "\n" + "\n".join(rows) + "\n" + end + tail)
-    print("updated %s" % page)
+
+if __name__ == "__main__":
+    sys.exit(main())

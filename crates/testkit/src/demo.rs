@@ -8,10 +8,12 @@ use std::sync::Arc;
 use rmcp::{
     Peer, RoleServer, ServerHandler,
     handler::server::{router::tool::ToolRouter, wrapper::Parameters},
-    model::{ProgressNotificationParam, RequestMetaObject, ServerCapabilities, ServerConfig},
+    model::{ProgressNotificationParam, ServerCapabilities},
     schemars, tool, tool_handler, tool_router,
 };
 use tokio::sync::Notify;
+
+use crate::line::{RequestMetaObject, ServerConfig};
 
 /// Arguments of the `sum` tool.
 #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]

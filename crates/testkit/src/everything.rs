@@ -17,19 +17,22 @@ use std::time::Duration;
 use rmcp::{
     ErrorData, RoleServer, ServerHandler,
     model::{
-        CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams,
-        CompleteResult, CreateMessageRequestParams, ElicitRequestParams, GetPromptRequestParams,
-        GetPromptResponse, GetPromptResult, ListPromptsResult, ListResourceTemplatesResult,
-        ListResourcesResult, ListToolsResult, LoggingLevel, LoggingMessageNotificationParam,
-        PaginatedRequestParams, ProgressNotificationParam, ReadResourceRequestParams,
-        ReadResourceResponse, ReadResourceResult, Reference, ResourceUpdatedNotificationParam,
-        ServerCapabilities, ServerConfig, SetLevelRequestParams, SubscribeRequestParams,
+        CallToolRequestParams, CallToolResult, CompleteRequestParams, CompleteResult,
+        CreateMessageRequestParams, GetPromptRequestParams, GetPromptResult, ListPromptsResult,
+        ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, LoggingLevel,
+        LoggingMessageNotificationParam, PaginatedRequestParams, ProgressNotificationParam,
+        ReadResourceRequestParams, ReadResourceResult, Reference, ResourceUpdatedNotificationParam,
+        ServerCapabilities, SetLevelRequestParams, SubscribeRequestParams,
         UnsubscribeRequestParams,
     },
     service::RequestContext,
     transport::streamable_http_server::session::local::LocalSessionManager,
 };
 use serde::de::DeserializeOwned;
+
+use crate::line::{
+    CallToolResponse, ElicitRequestParams, GetPromptResponse, ReadResourceResponse, ServerConfig,
+};
 use serde_json::{Value, json};
 
 /// A 1×1 PNG, base64.

@@ -4,7 +4,9 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use rmcp::model::{ClientConfig, NumberOrString, ProgressNotificationParam};
+use rmcp::model::{NumberOrString, ProgressNotificationParam};
+
+use crate::line::ClientConfig;
 use rmcp::service::NotificationContext;
 use rmcp::{ClientHandler, RoleClient};
 use tokio::sync::Notify;

@@ -300,7 +300,7 @@ impl TestServer {
             config = config.with_sse_keep_alive(keep_alive);
         }
         if self.stateless {
-            config = config.with_legacy_session_mode(false);
+            config = crate::line::without_sessions(config);
         }
         config.session_store = self.session_store.clone();
         config
