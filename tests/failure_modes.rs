@@ -8,9 +8,7 @@
 use std::time::Duration;
 
 use rmcp_resume_testkit::Side;
-use rmcp_resume_testkit::raw::{RawSession, SseReader};
 use rmcp_resume_testkit::scenario::{self, Ending, World, cut_call};
-use serde_json::json;
 
 /// How long upstream's side is watched for a loop or a hang.
 const WINDOW: Duration = Duration::from_secs(5);
@@ -100,38 +98,10 @@ async fn silent_gap_fork_reports_it_to_the_caller() -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Two GET streams of one session; the primary goes away like a closed tab.
-/// Returns whether the surviving stream received the next notification.
-async fn survivor_gets_notified(side: Side) -> anyhow::Result<bool> {
-    let world = world(side, 16).await?;
-    let mut session = RawSession::open(&format!("http://{}/mcp", world.proxy.addr)).await?;
-    let mut first = SseReader::new(session.get(None).await?);
-    let _priming = first.next().await?;
-    let mut second = SseReader::new(session.get(None).await?);
-    let _ = second.next().await?;
-    drop(first);
-    let (_, response) = session
-        .call("announce", json!({ "count": 1 }), false)
-        .await?;
-    let _ = SseReader::new(response).collect().await?;
-    let got = tokio::time::timeout(WINDOW, async {
-        loop {
-            match second.next().await {
-                Ok(Some(frame)) if frame.data.contains("list_changed") => return true,
-                Ok(Some(_)) => {}
-                _ => return false,
-            }
-        }
-    })
-    .await
-    .unwrap_or(false);
-    Ok(got)
-}
-
 #[tokio::test]
 async fn leapfrog_upstream_loses_notifications_when_the_primary_goes() -> anyhow::Result<()> {
     assert!(
-        !survivor_gets_notified(Side::Upstream).await?,
+        !scenario::survivor_gets_notified(Side::Upstream, WINDOW).await?,
         "upstream never promotes shadows"
     );
     Ok(())
@@ -139,6 +109,6 @@ async fn leapfrog_upstream_loses_notifications_when_the_primary_goes() -> anyhow
 
 #[tokio::test]
 async fn leapfrog_fork_delivers_to_the_surviving_stream() -> anyhow::Result<()> {
-    assert!(survivor_gets_notified(Side::Fork).await?);
+    assert!(scenario::survivor_gets_notified(Side::Fork, WINDOW).await?);
     Ok(())
 }

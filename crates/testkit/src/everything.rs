@@ -9,7 +9,6 @@
 // On rmcp 1.x a handler returns the results themselves (3.x wraps them in
 // `*Response`), so the `.into()`s that convert on 3.x are identities there.
 #![cfg_attr(rmcp_line_1, allow(clippy::useless_conversion))]
-
 // The 2025 revisions the suite tests keep sampling, logging and
 // `resources/subscribe`, which upstream marks deprecated for 2026-07-28.
 #![allow(deprecated)]

@@ -13,6 +13,7 @@
 //! | [`scenario`] | the cut-call scenario, run the same way on both sides |
 //! | [`soak`] | the churn soak (streamed calls, bursts, a standalone ticker, random cuts), tallied the same way on both sides |
 //! | [`store`] | a session store in memory, for restores |
+//! | [`wedge`] | a session manager whose resumes fail while the session lives (the bug report's condition) |
 
 pub mod demo;
 pub mod everything;
@@ -25,6 +26,7 @@ pub mod scenario;
 pub mod server;
 pub mod soak;
 pub mod store;
+pub mod wedge;
 
 pub use demo::DemoServer;
 pub use server::{Served, Side, TestServer};

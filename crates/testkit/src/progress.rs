@@ -51,6 +51,13 @@ impl ProgressRecorder {
         self.ticks()
     }
 
+    /// Waits until tick `n` has arrived, or `limit` passes; returns the
+    /// ticks received, in arrival order.
+    pub async fn until_tick(&self, n: u32, limit: Duration) -> Vec<u32> {
+        self.wait(limit, |r| r.ticks().contains(&n)).await;
+        self.ticks()
+    }
+
     /// Waits until `count` distinct values are in, or `limit` passes;
     /// returns everything recorded (duplicates included).
     pub async fn until(&self, count: usize, limit: Duration) -> BTreeMap<String, Vec<f64>> {

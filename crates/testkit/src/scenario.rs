@@ -15,6 +15,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::line::ClientConfig;
 use crate::proxy::Proxy;
+use crate::raw::{RawSession, SseReader};
 use crate::server::{Served, Side, TestServer};
 
 /// Counts the progress notifications a client receives.
@@ -57,9 +58,14 @@ pub async fn world(side: Side, capacity: usize, retry: Option<Duration>) -> anyh
     if let Some(retry) = retry {
         server = server.retry(Some(retry));
     }
+    world_of(server, "notifications/progress").await
+}
+
+/// `server`, served behind a proxy whose marker is `marker`.
+pub async fn world_of(server: TestServer, marker: &str) -> anyhow::Result<World> {
     let served = server.serve().await?;
     let ct = served.ct.clone();
-    let proxy = Proxy::start(served.addr, "notifications/progress", ct.clone()).await?;
+    let proxy = Proxy::start(served.addr, marker, ct.clone()).await?;
     Ok(World {
         proxy,
         gate: served.gate.clone(),
@@ -161,4 +167,33 @@ pub async fn cut_call(
     };
     drop(client);
     Ok((ending, progress.0.load(Ordering::SeqCst)))
+}
+
+/// Two GET streams of one session on a server of `side` with a 16-event
+/// window; the first goes away like a closed tab. Returns whether the
+/// surviving stream received the next notification within `watch` (#659).
+pub async fn survivor_gets_notified(side: Side, watch: Duration) -> anyhow::Result<bool> {
+    let world = world(side, 16, None).await?;
+    let mut session = RawSession::open(&format!("http://{}/mcp", world.proxy.addr)).await?;
+    let mut first = SseReader::new(session.get(None).await?);
+    let _priming = first.next().await?;
+    let mut second = SseReader::new(session.get(None).await?);
+    let _ = second.next().await?;
+    drop(first);
+    let (_, response) = session
+        .call("announce", json!({ "count": 1 }), false)
+        .await?;
+    let _ = SseReader::new(response).collect().await?;
+    let got = tokio::time::timeout(watch, async {
+        loop {
+            match second.next().await {
+                Ok(Some(frame)) if frame.data.contains("list_changed") => return true,
+                Ok(Some(_)) => {}
+                _ => return false,
+            }
+        }
+    })
+    .await
+    .unwrap_or(false);
+    Ok(got)
 }

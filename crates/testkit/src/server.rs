@@ -16,6 +16,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::transport::StreamableHttpService;
+use rmcp::transport::streamable_http_server::session::SessionManager;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::session::store::SessionStore;
 use rmcp::transport::streamable_http_server::tower::ResumeStats;
@@ -24,11 +25,13 @@ use tokio_util::sync::CancellationToken;
 
 use crate::DemoServer;
 use crate::everything::Everything;
+use crate::wedge::Wedged;
 
 /// Which implementation a server (or a scenario) runs on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Side {
-    /// Upstream rmcp 3.11.0.
+    /// Upstream rmcp, of the line the testkit is compiled for (3.11.0, or
+    /// 1.8.0 in `rmcp-resume-testkit-1`).
     Upstream,
     /// The overlay.
     Fork,
@@ -71,6 +74,7 @@ pub struct TestServer {
     stall_timeout: Option<Duration>,
     replay_bytes: Option<(usize, usize)>,
     idle_session: Option<Duration>,
+    wedged: bool,
     stateless: bool,
     session_store: Option<Arc<dyn SessionStore>>,
     nodelay: bool,
@@ -105,6 +109,7 @@ impl TestServer {
             stall_timeout: None,
             replay_bytes: None,
             idle_session: None,
+            wedged: false,
             stateless: false,
             session_store: None,
             nodelay: false,
@@ -193,6 +198,15 @@ impl TestServer {
     pub fn idle_session(self, after: Duration) -> Self {
         Self {
             idle_session: Some(after),
+            ..self
+        }
+    }
+
+    /// Every resume of a live session fails inside the session manager, as
+    /// in the original bug report (see [`Wedged`]); demo tools only.
+    pub fn wedged_resumes(self) -> Self {
+        Self {
+            wedged: true,
             ..self
         }
     }
@@ -322,13 +336,19 @@ impl TestServer {
         Arc<LocalSessionManager>,
     ) {
         let manager = self.fork_manager();
+        (self.demo_service_over(manager.clone()), manager)
+    }
+
+    fn demo_service_over<M: SessionManager>(
+        &self,
+        manager: Arc<M>,
+    ) -> StreamableHttpService<DemoServer, M> {
         let (gate, finished) = (self.gate.clone(), self.finished.clone());
-        let service = StreamableHttpService::new(
+        StreamableHttpService::new(
             move || Ok(DemoServer::with_signals(gate.clone(), finished.clone())),
-            manager.clone(),
+            manager,
             self.fork_config(),
-        );
-        (service, manager)
+        )
     }
 
     /// The fork's service for the everything tools, and its session manager.
@@ -348,12 +368,12 @@ impl TestServer {
         (service, manager)
     }
 
-    fn upstream_service(
+    fn upstream_service<M: SessionManager>(
         &self,
-    ) -> upstream::transport::StreamableHttpService<
-        DemoServer,
-        upstream::transport::streamable_http_server::session::local::LocalSessionManager,
-    > {
+        wrap: impl FnOnce(
+            upstream::transport::streamable_http_server::session::local::LocalSessionManager,
+        ) -> M,
+    ) -> upstream::transport::StreamableHttpService<DemoServer, M> {
         let mut manager =
             upstream::transport::streamable_http_server::session::local::LocalSessionManager::default();
         let session = &mut manager.session_config;
@@ -361,6 +381,9 @@ impl TestServer {
             &mut session.channel_capacity,
             &mut session.completed_cache_ttl,
         );
+        if let Some(after) = self.idle_session {
+            session.keep_alive = Some(after);
+        }
         if !self.session_timers {
             session.keep_alive = None;
             session.init_timeout = None;
@@ -376,7 +399,7 @@ impl TestServer {
         let (gate, finished) = (self.gate.clone(), self.finished.clone());
         upstream::transport::StreamableHttpService::new(
             move || Ok(DemoServer::with_signals(gate.clone(), finished.clone())),
-            Arc::new(manager),
+            Arc::new(wrap(manager)),
             config,
         )
     }
@@ -385,17 +408,35 @@ impl TestServer {
     /// [`Served`] is dropped).
     pub async fn serve(self) -> std::io::Result<Served> {
         let (addr, fork) = match (self.side, self.tools) {
+            (Side::Fork, Tools::Demo) if self.wedged => {
+                let manager = self.fork_manager();
+                let service = self.demo_service_over(Arc::new(Wedged::new(manager.clone())));
+                let fork = Fork::new(&service, manager);
+                (self.listen(service).await?, Some(fork))
+            }
             (Side::Fork, Tools::Demo) => {
                 let (service, manager) = self.demo_service();
                 let fork = Fork::new(&service, manager);
                 (self.listen(service).await?, Some(fork))
+            }
+            (Side::Fork, Tools::Everything) if self.wedged => {
+                return Err(std::io::Error::other(
+                    "wedged resumes are served with the demo tools only",
+                ));
             }
             (Side::Fork, Tools::Everything) => {
                 let (service, manager) = self.everything_service();
                 let fork = Fork::new(&service, manager);
                 (self.listen(service).await?, Some(fork))
             }
-            (Side::Upstream, Tools::Demo) => (self.listen(self.upstream_service()).await?, None),
+            (Side::Upstream, Tools::Demo) if self.wedged => {
+                let service = self.upstream_service(|manager| Wedged::new(Arc::new(manager)));
+                (self.listen(service).await?, None)
+            }
+            (Side::Upstream, Tools::Demo) => {
+                let service = self.upstream_service(|manager| manager);
+                (self.listen(service).await?, None)
+            }
             (Side::Upstream, Tools::Everything) => {
                 return Err(std::io::Error::other(
                     "the everything tools are served on the fork only",
@@ -448,12 +489,10 @@ struct Fork {
 }
 
 impl Fork {
-    fn new<H>(
-        service: &StreamableHttpService<H, LocalSessionManager>,
-        manager: Arc<LocalSessionManager>,
-    ) -> Self
+    fn new<H, M>(service: &StreamableHttpService<H, M>, manager: Arc<LocalSessionManager>) -> Self
     where
         H: rmcp::ServerHandler + Send + 'static,
+        M: SessionManager,
     {
         let service = service.clone();
         Self {
