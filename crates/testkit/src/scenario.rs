@@ -16,7 +16,7 @@ use tokio_util::sync::CancellationToken;
 use crate::line::ClientConfig;
 use crate::proxy::Proxy;
 use crate::raw::{RawSession, SseReader};
-use crate::server::{Served, Side, TestServer};
+use crate::server::{Side, TestServer};
 
 /// Counts the progress notifications a client receives.
 #[derive(Clone, Default)]
@@ -42,7 +42,9 @@ pub struct World {
     pub finished: Arc<Notify>,
     /// Ends the server and the proxy.
     pub ct: CancellationToken,
-    _server: Served,
+    /// The server, kept alive as long as the world (a [`Served`](crate::Served), or the
+    /// served value of another rmcp line's testkit).
+    _server: Box<dyn std::any::Any + Send + Sync>,
 }
 
 impl Drop for World {
@@ -64,14 +66,44 @@ pub async fn world(side: Side, capacity: usize, retry: Option<Duration>) -> anyh
 /// `server`, served behind a proxy whose marker is `marker`.
 pub async fn world_of(server: TestServer, marker: &str) -> anyhow::Result<World> {
     let served = server.serve().await?;
-    let ct = served.ct.clone();
-    let proxy = Proxy::start(served.addr, marker, ct.clone()).await?;
-    Ok(World {
-        proxy,
+    let signals = Signals {
+        addr: served.addr,
         gate: served.gate.clone(),
         finished: served.finished.clone(),
-        ct,
-        _server: served,
+        ct: served.ct.clone(),
+    };
+    world_around(signals, Box::new(served), marker).await
+}
+
+/// What a scenario needs of a running demo server, whichever testkit (and
+/// so whichever rmcp line) started it.
+#[derive(Clone, Debug)]
+pub struct Signals {
+    /// Where it listens.
+    pub addr: std::net::SocketAddr,
+    /// Opens its demo tools' gate.
+    pub gate: Arc<Notify>,
+    /// Notified when its `work` (or `burst`) has produced everything.
+    pub finished: Arc<Notify>,
+    /// Stops it.
+    pub ct: CancellationToken,
+}
+
+/// A world around a server started elsewhere (another line's testkit): a
+/// proxy in front of `signals.addr` whose marker is `marker`. `server` is
+/// kept alive as long as the world.
+pub async fn world_around(
+    signals: Signals,
+    server: Box<dyn std::any::Any + Send + Sync>,
+    marker: &str,
+) -> anyhow::Result<World> {
+    let proxy = Proxy::start(signals.addr, marker, signals.ct.clone()).await?;
+    Ok(World {
+        proxy,
+        gate: signals.gate,
+        finished: signals.finished,
+        ct: signals.ct,
+        _server: server,
     })
 }
 

@@ -1,0 +1,191 @@
+//! The two rmcp lines talk to each other over the wire: a server on one line
+//! and a client on the other, both of the fork, or the fork against upstream.
+//! Streamable HTTP is the same protocol on 1.8.0 and 3.11.0, so a fleet can
+//! move one side at a time.
+//!
+//! For each pairing: a plain call answers, and (where the client is the
+//! fork's) a call whose stream is cut mid-way resumes and answers with every
+//! progress notification.
+
+use std::time::Duration;
+
+use rmcp_resume_testkit::scenario::{self as scenario_3, Signals as Signals3};
+use rmcp_resume_testkit_1::scenario::{self as scenario_1, Signals as Signals1};
+
+/// Priming `retry` both servers send.
+const RETRY: Duration = Duration::from_millis(200);
+/// A bound on what must end.
+const LIMIT: Duration = Duration::from_secs(60);
+
+/// A 1.8-line demo server of `side`, behind a 3.11-line testkit's proxy.
+async fn server_1(side: rmcp_resume_testkit_1::Side) -> anyhow::Result<scenario_3::World> {
+    let served = rmcp_resume_testkit_1::TestServer::new(side)
+        .window(16)
+        .retry(Some(RETRY))
+        .serve()
+        .await?;
+    let signals = Signals3 {
+        addr: served.addr,
+        gate: served.gate.clone(),
+        finished: served.finished.clone(),
+        ct: served.ct.clone(),
+    };
+    scenario_3::world_around(signals, Box::new(served), "notifications/progress").await
+}
+
+/// A 3.11-line demo server of `side`, behind a 1.8-line testkit's proxy.
+async fn server_3(side: rmcp_resume_testkit::Side) -> anyhow::Result<scenario_1::World> {
+    let served = rmcp_resume_testkit::TestServer::new(side)
+        .window(16)
+        .retry(Some(RETRY))
+        .serve()
+        .await?;
+    let signals = Signals1 {
+        addr: served.addr,
+        gate: served.gate.clone(),
+        finished: served.finished.clone(),
+        ct: served.ct.clone(),
+    };
+    scenario_1::world_around(signals, Box::new(served), "notifications/progress").await
+}
+
+fn sum_3() -> anyhow::Result<rmcp::model::CallToolRequestParams> {
+    Ok(serde_json::from_value(
+        serde_json::json!({ "name": "sum", "arguments": { "a": 2, "b": 3 } }),
+    )?)
+}
+
+fn sum_1() -> anyhow::Result<rmcp_1::model::CallToolRequestParams> {
+    Ok(serde_json::from_value(
+        serde_json::json!({ "name": "sum", "arguments": { "a": 2, "b": 3 } }),
+    )?)
+}
+
+/// A 3.11-line client of `side` calls `sum` on a 1.8-line server.
+async fn sum_on_1(
+    client: rmcp_resume_testkit::Side,
+    server: rmcp_resume_testkit_1::Side,
+) -> anyhow::Result<()> {
+    let world = server_1(server).await?;
+    let url = format!("http://{}/mcp", world.proxy.addr);
+    let running = scenario_3::connect(client, scenario_3::Progress::default(), url).await?;
+    let result = tokio::time::timeout(LIMIT, running.peer().call_tool(sum_3()?)).await??;
+    assert_eq!(scenario_3::first_text(&result).as_deref(), Some("5"));
+    Ok(())
+}
+
+/// A 1.8-line client of `side` calls `sum` on a 3.11-line server.
+async fn sum_on_3(
+    client: rmcp_resume_testkit_1::Side,
+    server: rmcp_resume_testkit::Side,
+) -> anyhow::Result<()> {
+    let world = server_3(server).await?;
+    let url = format!("http://{}/mcp", world.proxy.addr);
+    let running = scenario_1::connect(client, scenario_1::Progress::default(), url).await?;
+    let result = tokio::time::timeout(LIMIT, running.peer().call_tool(sum_1()?)).await??;
+    assert_eq!(scenario_1::first_text(&result).as_deref(), Some("5"));
+    Ok(())
+}
+
+#[tokio::test]
+async fn fork_3_client_calls_fork_1_server() -> anyhow::Result<()> {
+    sum_on_1(
+        rmcp_resume_testkit::Side::Fork,
+        rmcp_resume_testkit_1::Side::Fork,
+    )
+    .await
+}
+
+#[tokio::test]
+async fn upstream_3_client_calls_fork_1_server() -> anyhow::Result<()> {
+    sum_on_1(
+        rmcp_resume_testkit::Side::Upstream,
+        rmcp_resume_testkit_1::Side::Fork,
+    )
+    .await
+}
+
+#[tokio::test]
+async fn fork_1_client_calls_fork_3_server() -> anyhow::Result<()> {
+    sum_on_3(
+        rmcp_resume_testkit_1::Side::Fork,
+        rmcp_resume_testkit::Side::Fork,
+    )
+    .await
+}
+
+#[tokio::test]
+async fn upstream_1_client_calls_fork_3_server() -> anyhow::Result<()> {
+    sum_on_3(
+        rmcp_resume_testkit_1::Side::Upstream,
+        rmcp_resume_testkit::Side::Fork,
+    )
+    .await
+}
+
+#[tokio::test]
+async fn fork_1_client_calls_upstream_3_server() -> anyhow::Result<()> {
+    sum_on_3(
+        rmcp_resume_testkit_1::Side::Fork,
+        rmcp_resume_testkit::Side::Upstream,
+    )
+    .await
+}
+
+#[tokio::test]
+async fn fork_3_client_calls_upstream_1_server() -> anyhow::Result<()> {
+    sum_on_1(
+        rmcp_resume_testkit::Side::Fork,
+        rmcp_resume_testkit_1::Side::Upstream,
+    )
+    .await
+}
+
+#[tokio::test]
+async fn fork_3_client_resumes_a_cut_call_on_fork_1_server() -> anyhow::Result<()> {
+    let world = server_1(rmcp_resume_testkit_1::Side::Fork).await?;
+    let (ending, progress) =
+        scenario_3::cut_call(rmcp_resume_testkit::Side::Fork, &world, "work", 3, LIMIT).await?;
+    match ending {
+        scenario_3::Ending::Answered(Ok(text)) => assert_eq!(text, "finished 3 steps"),
+        other => anyhow::bail!("expected the response: {other:?}"),
+    }
+    assert_eq!(progress, 3);
+    assert!(world.proxy.resumes() <= 3, "{}", world.proxy.resumes());
+    Ok(())
+}
+
+#[tokio::test]
+async fn fork_1_client_resumes_a_cut_call_on_fork_3_server() -> anyhow::Result<()> {
+    let world = server_3(rmcp_resume_testkit::Side::Fork).await?;
+    let (ending, progress) =
+        scenario_1::cut_call(rmcp_resume_testkit_1::Side::Fork, &world, "work", 3, LIMIT).await?;
+    match ending {
+        scenario_1::Ending::Answered(Ok(text)) => assert_eq!(text, "finished 3 steps"),
+        other => anyhow::bail!("expected the response: {other:?}"),
+    }
+    assert_eq!(progress, 3);
+    assert!(world.proxy.resumes() <= 3, "{}", world.proxy.resumes());
+    Ok(())
+}
+
+#[tokio::test]
+async fn upstream_3_client_resumes_a_cut_call_on_fork_1_server() -> anyhow::Result<()> {
+    // Upstream 3.11.0's client resumes request streams; the 1.8-line fork
+    // server replays what it missed and the answer.
+    let world = server_1(rmcp_resume_testkit_1::Side::Fork).await?;
+    let (ending, progress) = scenario_3::cut_call(
+        rmcp_resume_testkit::Side::Upstream,
+        &world,
+        "work",
+        3,
+        LIMIT,
+    )
+    .await?;
+    match ending {
+        scenario_3::Ending::Answered(Ok(text)) => assert_eq!(text, "finished 3 steps"),
+        other => anyhow::bail!("expected the response: {other:?}"),
+    }
+    assert_eq!(progress, 3);
+    Ok(())
+}
