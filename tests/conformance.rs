@@ -1,5 +1,6 @@
 //! The official MCP conformance suite (`@modelcontextprotocol/conformance`,
-//! pinned in tests/peers) against the fork, server and client.
+//! pinned in tests/peers) against the fork, server and client; the server
+//! suite runs against both rmcp lines.
 //!
 //! Every run passes an empty `--expected-failures` baseline, so a WARNING
 //! fails the scenario as a FAILURE does. The suite needs Node >= 22, which
@@ -130,12 +131,13 @@ fn assert_clean(scenarios: &[(String, Vec<Value>)]) {
     }
 }
 
-#[tokio::test]
-async fn everything_server_passes_the_whole_server_suite() -> anyhow::Result<()> {
-    let suite = Suite::new("server")?;
-    let served = TestServer::everything().serve().await?;
+/// Runs the whole server suite against `url`; every scenario must be clean,
+/// and the SEP-1699 polling scenario must have had its response replayed on
+/// the resuming GET. Returns the suite's log.
+async fn server_suite(name: &str, url: &str) -> anyhow::Result<String> {
+    let suite = Suite::new(name)?;
     let log = suite
-        .run(&["server", "--url", &served.url, "--suite", "all"])
+        .run(&["server", "--url", url, "--suite", "all"])
         .await?;
     assert!(log.contains("0 failed"), "{log}");
 
@@ -165,6 +167,26 @@ async fn everything_server_passes_the_whole_server_suite() -> anyhow::Result<()>
         !on_post,
         "the response came on the POST stream: {polling:#?}"
     );
+    Ok(log)
+}
+
+#[tokio::test]
+async fn everything_server_passes_the_whole_server_suite() -> anyhow::Result<()> {
+    let served = TestServer::everything().serve().await?;
+    server_suite("server", &served.url).await?;
+    let stats = served.resume_stats();
+    assert!(stats.is_some_and(|stats| stats.replayed >= 1), "{stats:?}");
+    Ok(())
+}
+
+/// The same suite, the same empty baseline, against the everything server
+/// built on the 1.x line (`rmcp-resume-1` over rmcp 1.8.0).
+#[tokio::test]
+async fn everything_server_1_passes_the_whole_server_suite() -> anyhow::Result<()> {
+    let served = rmcp_resume_testkit_1::TestServer::everything()
+        .serve()
+        .await?;
+    server_suite("server-1", &served.url).await?;
     let stats = served.resume_stats();
     assert!(stats.is_some_and(|stats| stats.replayed >= 1), "{stats:?}");
     Ok(())
