@@ -5,7 +5,7 @@
 //! | [`server`] | [`TestServer`]: the one way to start a test server, on the fork or on upstream rmcp 3.11.0 |
 //! | [`demo`] | [`DemoServer`]: the tools the tests call, gated so a test decides when a response exists |
 //! | [`everything`] | the handler the official conformance suite drives |
-//! | [`line`] | the model names that differ between rmcp 1.x and 3.x, under their 3.x spellings |
+//! | [`line`](mod@line) | the model names that differ between rmcp 1.x and 3.x, under their 3.x spellings |
 //! | [`foreign`] | a scripted server with the id schemes rmcp does not use (session-wide, per connection) |
 //! | [`progress`] | a client handler recording every progress value |
 //! | [`proxy`] | a TCP proxy that cuts connections on demand or at random (seeded) |
