@@ -5,7 +5,8 @@
 //!
 //! For each pairing: a plain call answers, and (where the client is the
 //! fork's) a call whose stream is cut mid-way resumes and answers with every
-//! progress notification.
+//! progress notification. The 1.8-line fork also meets upstream 1.8.0 here,
+//! both ways.
 
 use std::time::Duration;
 
@@ -59,6 +60,38 @@ fn sum_1() -> anyhow::Result<rmcp_1::model::CallToolRequestParams> {
     Ok(serde_json::from_value(
         serde_json::json!({ "name": "sum", "arguments": { "a": 2, "b": 3 } }),
     )?)
+}
+
+/// A 1.8-line client of `client` calls `sum` on a 1.8-line server of
+/// `server` (the fork's line against upstream 1.8.0 itself).
+async fn sum_within_1(
+    client: rmcp_resume_testkit_1::Side,
+    server: rmcp_resume_testkit_1::Side,
+) -> anyhow::Result<()> {
+    let world = scenario_1::world(server, 16, Some(RETRY)).await?;
+    let url = format!("http://{}/mcp", world.proxy.addr);
+    let running = scenario_1::connect(client, scenario_1::Progress::default(), url).await?;
+    let result = tokio::time::timeout(LIMIT, running.peer().call_tool(sum_1()?)).await??;
+    assert_eq!(scenario_1::first_text(&result).as_deref(), Some("5"));
+    Ok(())
+}
+
+#[tokio::test]
+async fn upstream_1_client_calls_fork_1_server() -> anyhow::Result<()> {
+    sum_within_1(
+        rmcp_resume_testkit_1::Side::Upstream,
+        rmcp_resume_testkit_1::Side::Fork,
+    )
+    .await
+}
+
+#[tokio::test]
+async fn fork_1_client_calls_upstream_1_server() -> anyhow::Result<()> {
+    sum_within_1(
+        rmcp_resume_testkit_1::Side::Fork,
+        rmcp_resume_testkit_1::Side::Upstream,
+    )
+    .await
 }
 
 /// A 3.11-line client of `side` calls `sum` on a 1.8-line server.
