@@ -7,6 +7,7 @@
 //! | [`everything`] | the handler the official conformance suite drives |
 //! | [`line`](mod@line) | the model names that differ between rmcp 1.x and 3.x, under their 3.x spellings |
 //! | [`foreign`] | a scripted server with the id schemes rmcp does not use (session-wide, per connection) |
+//! | [`misbehaving`] | a scripted server breaking one resumption promise on purpose (the probe's FAIL cases) |
 //! | [`progress`] | a client handler recording every progress value |
 //! | [`proxy`] | a TCP proxy that cuts connections on demand or at random (seeded) |
 //! | [`raw`] | a raw MCP session over HTTP, reading SSE frame by frame |
@@ -19,6 +20,7 @@ pub mod demo;
 pub mod everything;
 pub mod foreign;
 pub mod line;
+pub mod misbehaving;
 pub mod progress;
 pub mod proxy;
 pub mod raw;
