@@ -22,17 +22,23 @@ fn options() -> Options {
     }
 }
 
-async fn report_for(side: Side) -> anyhow::Result<Report> {
+/// Probes a demo server of `side` (a 16-event window, so that the evicted
+/// cursor shows) and saves the report as `target/probe/{name}.json` for the
+/// comparison table (`.ci/probe-table.py`).
+async fn report_for(side: Side, name: &str) -> anyhow::Result<Report> {
     let served = TestServer::new(side).window(16).serve().await?;
     let target = Target::new(&served.url, &[], Duration::from_secs(10))?;
     let report = probe(&target, &options(), &|_| {}).await?;
     eprintln!("{}", report.to_text());
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target/probe");
+    std::fs::create_dir_all(&dir)?;
+    std::fs::write(dir.join(format!("{name}.json")), report.to_json())?;
     Ok(report)
 }
 
 #[tokio::test]
 async fn fork_server_passes_every_check() -> anyhow::Result<()> {
-    let report = report_for(Side::Fork).await?;
+    let report = report_for(Side::Fork, "rmcp-resume").await?;
     for check in &report.checks {
         assert_eq!(check.verdict, Verdict::Pass, "{check:#?}");
     }
@@ -42,7 +48,7 @@ async fn fork_server_passes_every_check() -> anyhow::Result<()> {
 #[tokio::test]
 async fn upstream_server_verdicts() -> anyhow::Result<()> {
     use Verdict::{Fail, Pass};
-    let report = report_for(Side::Upstream).await?;
+    let report = report_for(Side::Upstream, "rmcp-3.11.0").await?;
     let verdicts: Vec<(&str, Verdict)> = report.checks.iter().map(|c| (c.id, c.verdict)).collect();
     // Upstream rmcp 3.11.0: empty 200s for cursors it cannot serve, the
     // cursor event replayed, the window's loss unreported, the second GET

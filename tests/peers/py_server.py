@@ -52,6 +52,24 @@ async def work(count: int, ctx: Context) -> str:
     return f"finished {count} steps"
 
 
+@server.tool()
+async def stream(count: int, interval_ms: int, ctx: Context) -> str:
+    """Report `count` progress steps `interval_ms` apart, then answer (for
+    rmcp-resume-probe)."""
+    for step in range(1, count + 1):
+        await ctx.report_progress(step, count)
+        await asyncio.sleep(interval_ms / 1000)
+    return f"streamed {count}"
+
+
+@server.tool()
+async def announce(count: int, ctx: Context) -> str:
+    """Send tools/list_changed `count` times (for rmcp-resume-probe)."""
+    for _ in range(count):
+        await ctx.session.send_tool_list_changed()
+    return f"announced {count}"
+
+
 async def release(_request):
     released.set()
     return PlainTextResponse("released")

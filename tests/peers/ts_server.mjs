@@ -31,6 +31,38 @@ function buildServer() {
       return { content: [{ type: "text", text: `finished ${count} steps` }] };
     },
   );
+  // For rmcp-resume-probe: progress `interval_ms` apart, then the answer.
+  server.registerTool(
+    "stream",
+    {
+      description: "progress steps, then the answer",
+      inputSchema: { count: z.number(), interval_ms: z.number() },
+    },
+    async ({ count, interval_ms }, extra) => {
+      const token = extra._meta?.progressToken;
+      for (let step = 1; step <= count; step++) {
+        if (token !== undefined) {
+          await extra.sendNotification({
+            method: "notifications/progress",
+            params: { progressToken: token, progress: step, total: count },
+          });
+        }
+        await new Promise((resolve) => setTimeout(resolve, interval_ms));
+      }
+      return { content: [{ type: "text", text: `streamed ${count}` }] };
+    },
+  );
+  // For rmcp-resume-probe: notifications on the standalone stream.
+  server.registerTool(
+    "announce",
+    { description: "tools/list_changed, count times", inputSchema: { count: z.number() } },
+    async ({ count }) => {
+      for (let i = 0; i < count; i++) {
+        server.sendToolListChanged();
+      }
+      return { content: [{ type: "text", text: `announced ${count}` }] };
+    },
+  );
   return server;
 }
 

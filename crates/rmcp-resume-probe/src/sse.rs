@@ -67,6 +67,33 @@ pub fn parse_block(block: &str) -> Option<Frame> {
     (fields > 0).then_some(frame)
 }
 
+/// Appends `bytes` to `out` with every line ending (`\r\n`, `\r` and
+/// `\n`, all three allowed by SSE) made `\n`. `pending_cr` carries a `\r`
+/// that ended the previous chunk, whose `\n` may start this one.
+fn normalize(pending_cr: &mut bool, bytes: &[u8], out: &mut BytesMut) {
+    let mut rest = bytes;
+    if std::mem::take(pending_cr) {
+        out.extend_from_slice(b"\n");
+        if let Some(b'\n') = rest.first() {
+            rest = &rest[1..];
+        }
+    }
+    let mut at = 0;
+    while at < rest.len() {
+        match rest[at] {
+            b'\r' if at + 1 == rest.len() => *pending_cr = true,
+            b'\r' => {
+                out.extend_from_slice(b"\n");
+                if rest[at + 1] == b'\n' {
+                    at += 1;
+                }
+            }
+            byte => out.extend_from_slice(&[byte]),
+        }
+        at += 1;
+    }
+}
+
 /// How a read of the next frame ended without one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Pause {
@@ -83,6 +110,8 @@ pub struct FrameReader {
     buf: BytesMut,
     done: bool,
     first: Vec<u8>,
+    /// A chunk ended in `\r`: the next may start with the `\n` of a CRLF.
+    pending_cr: bool,
     opened: Instant,
     last_bytes: Instant,
     longest_silence: Duration,
@@ -98,11 +127,16 @@ impl FrameReader {
             buf: BytesMut::new(),
             done: false,
             first: Vec::new(),
+            pending_cr: false,
             opened: now,
             last_bytes: now,
             longest_silence: Duration::ZERO,
             comments: 0,
         }
+    }
+
+    fn push(&mut self, bytes: &[u8]) {
+        normalize(&mut self.pending_cr, bytes, &mut self.buf);
     }
 
     fn take_block(&mut self) -> Option<String> {
@@ -135,10 +169,13 @@ impl FrameReader {
                     let room = FIRST_BYTES.saturating_sub(self.first.len());
                     self.first
                         .extend_from_slice(&bytes[..room.min(bytes.len())]);
-                    self.buf.extend_from_slice(&bytes);
+                    self.push(&bytes);
                 }
                 // A reset connection ends the stream as far as a reader can tell.
-                Ok(None) | Ok(Some(Err(_))) => self.done = true,
+                Ok(None) | Ok(Some(Err(_))) => {
+                    self.push(b"");
+                    self.done = true;
+                }
             }
         }
     }
@@ -176,5 +213,43 @@ impl FrameReader {
     /// Comment-only blocks (keep-alives) seen so far.
     pub fn comments(&self) -> usize {
         self.comments
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{normalize, parse_block};
+
+    #[test]
+    fn every_line_ending_becomes_lf_across_chunk_splits() {
+        let text = b"id: 1\r\ndata: a\r\n\r\nid: 2\rdata: b\r\r";
+        for split in 0..=text.len() {
+            let mut out = bytes::BytesMut::new();
+            let mut pending = false;
+            normalize(&mut pending, &text[..split], &mut out);
+            normalize(&mut pending, &text[split..], &mut out);
+            normalize(&mut pending, b"", &mut out);
+            assert_eq!(
+                &out[..],
+                b"id: 1\ndata: a\n\nid: 2\ndata: b\n\n",
+                "split at {split}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_block_of_comments_is_no_frame() {
+        assert_eq!(parse_block(": keep-alive"), None);
+    }
+
+    #[test]
+    fn fields_are_read_and_data_lines_joined() {
+        let frame = parse_block("id: 4/2\nevent: message\nretry: 300\ndata: a\ndata: b");
+        let frame = frame.expect("a frame");
+        assert_eq!(frame.id.as_deref(), Some("4/2"));
+        assert_eq!(frame.retry, Some(300));
+        assert_eq!(frame.data, "a\nb");
+        assert!(!frame.is_priming());
+        assert!(parse_block("id: 0\ndata:").is_some_and(|f| f.is_priming()));
     }
 }

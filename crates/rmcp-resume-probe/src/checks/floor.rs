@@ -4,7 +4,7 @@
 
 use std::time::Instant;
 
-use super::{Ctx, Judged, finish, standalone_priming};
+use super::{Ctx, Judged, cut_call, finish, standalone_priming};
 use crate::observe::Observation;
 use crate::verdict::{CheckResult, Verdict};
 
@@ -19,15 +19,28 @@ pub(crate) async fn run(ctx: &Ctx<'_>) -> CheckResult {
 }
 
 async fn judge(ctx: &Ctx<'_>) -> Judged {
-    let session = ctx.target.open().await?;
-    let primed = match standalone_priming(&session, ctx.options.quiet).await? {
-        Ok(primed) => primed,
-        Err(evidence) => return Ok((Verdict::NotChecked, evidence)),
+    let mut session = ctx.target.open().await?;
+    // The standalone stream's priming id; failing that, a call's.
+    let cursor = match standalone_priming(&session, ctx.options.quiet).await? {
+        Ok(primed) => primed.cursor,
+        Err(evidence) => {
+            let Some(tool) = &ctx.options.tool else {
+                return Ok((Verdict::NotChecked, evidence));
+            };
+            let cut = cut_call(&mut session, tool, ctx.options.quiet, |_| true).await?;
+            match cut
+                .ok()
+                .and_then(|c| c.frames.first().filter(|f| f.is_priming()).cloned())
+            {
+                Some(frame) => frame.id.unwrap_or_default(),
+                None => return Ok((Verdict::NotChecked, evidence)),
+            }
+        }
     };
     let started = Instant::now();
-    let response = session.get(Some(&primed.cursor)).await?;
+    let response = session.get(Some(&cursor)).await?;
     let seen = Observation::read(response, started, ctx.options.quiet, |_| true).await;
-    let cursor = &primed.cursor;
+    let cursor = &cursor;
     if !seen.status.is_success() {
         return Ok((
             Verdict::Fail,
