@@ -126,7 +126,28 @@ async fn empty_resume_fails_request_resume() -> anyhow::Result<()> {
     assert_eq!(check.verdict, Verdict::Fail, "{check:#?}");
     assert_eq!(check.evidence.status, Some(200));
     assert_eq!(report.verdict(checks::unknown::ID), Some(Verdict::Fail));
+    assert_eq!(report.verdict(checks::malformed::ID), Some(Verdict::Fail));
     assert_eq!(report.verdict(checks::floor::ID), Some(Verdict::Fail));
+    Ok(())
+}
+
+#[tokio::test]
+async fn replaying_the_cursor_event_fails_strictly_after() -> anyhow::Result<()> {
+    let report = scripted(Fault::ReplaysCursor).await?;
+    let check = report
+        .get(checks::strictly_after::ID)
+        .expect("strictly-after ran");
+    assert_eq!(check.verdict, Verdict::Fail, "{check:#?}");
+    assert!(check.evidence.detail.contains("sent again"), "{check:#?}");
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_silent_skip_fails_evicted_cursor() -> anyhow::Result<()> {
+    let report = scripted(Fault::SkipsSilently).await?;
+    let check = report.get(checks::evicted::ID).expect("evicted-cursor ran");
+    assert_eq!(check.verdict, Verdict::Fail, "{check:#?}");
+    assert!(check.evidence.detail.contains("from 0 to 3"), "{check:#?}");
     Ok(())
 }
 

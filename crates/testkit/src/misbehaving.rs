@@ -37,6 +37,10 @@ pub enum Fault {
     Unauthorized,
     /// Every request gets an HTML page: not an MCP endpoint.
     NotMcp,
+    /// A resume replays the cursor event itself, then the rest.
+    ReplaysCursor,
+    /// A resume skips the two events after the cursor and says nothing.
+    SkipsSilently,
 }
 
 const STEPS: u64 = 5;
@@ -245,7 +249,12 @@ fn get(fault: Fault, book: &Book, headers: &HeaderMap) -> Response {
     };
     match book.streams.get(stream) {
         Some(frames) => {
-            let rest: Vec<_> = frames.iter().skip(after + 1).cloned().collect();
+            let from = match fault {
+                Fault::ReplaysCursor => after,
+                Fault::SkipsSilently => after + 3,
+                _ => after + 1,
+            };
+            let rest: Vec<_> = frames.iter().skip(from).cloned().collect();
             sse(&rest, false)
         }
         None => empty(StatusCode::BAD_REQUEST),
