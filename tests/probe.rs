@@ -78,7 +78,7 @@ async fn scripted(fault: Fault) -> anyhow::Result<Report> {
     let target = Target::new(&server.url, &[], Duration::from_secs(5))?;
     let options = Options {
         tool: Some(("anything".to_owned(), json!({}))),
-        notify: None,
+        notify: Some(("announce".to_owned(), json!({}))),
         hold: Duration::ZERO,
         quiet: Duration::from_millis(500),
         settle: Duration::from_millis(100),
@@ -102,6 +102,7 @@ async fn scripted_server_passes_what_it_keeps() -> anyhow::Result<()> {
         report.verdict(checks::sessions::UNKNOWN),
         Some(Verdict::Pass)
     );
+    assert_eq!(report.verdict(checks::two_gets::ID), Some(Verdict::Pass));
     Ok(())
 }
 
@@ -326,5 +327,28 @@ async fn keep_alives_within_the_paths_idle_limit_pass() -> anyhow::Result<()> {
     let report = through_idle_cut(Some(Duration::from_millis(300))).await?;
     let check = report.get(checks::keep_alive::ID).expect("keep-alive ran");
     assert_eq!(check.verdict, Verdict::Pass, "{check:#?}");
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_failed_tls_handshake_is_named() -> anyhow::Result<()> {
+    // The scripted server speaks plain HTTP; asked for TLS, the handshake
+    // fails on its first bytes.
+    let server = Misbehaving::serve(Fault::NotMcp).await?;
+    let url = server.url.replacen("http://", "https://", 1);
+    let target = Target::new(&url, &[], Duration::from_secs(2))?;
+    let error = probe(&target, &Options::default(), &|_| {})
+        .await
+        .expect_err("no TLS there");
+    assert!(matches!(error, ProbeError::Tls { .. }), "{error:?}");
+    Ok(())
+}
+
+#[tokio::test]
+async fn notifying_a_gone_stream_fails_two_gets() -> anyhow::Result<()> {
+    let report = scripted(Fault::StarvesSecondGet).await?;
+    let check = report.get(checks::two_gets::ID).expect("two-gets ran");
+    assert_eq!(check.verdict, Verdict::Fail, "{check:#?}");
+    assert!(check.evidence.detail.contains("lost"), "{check:#?}");
     Ok(())
 }

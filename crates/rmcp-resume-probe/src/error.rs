@@ -92,22 +92,20 @@ impl ProbeError {
     }
 }
 
-/// The rustls error somewhere in `error`'s causes.
+/// The rustls error somewhere in `error`'s causes. Connectors keep causes
+/// boxed, and `io::Error::source` skips the error it wraps, so each link is
+/// also looked into.
 fn tls_cause<'a>(error: &'a (dyn std::error::Error + 'static)) -> Option<&'a rustls::Error> {
-    let mut next = Some(error);
-    while let Some(cause) = next {
-        if let Some(tls) = cause.downcast_ref::<rustls::Error>() {
-            return Some(tls);
-        }
-        if let Some(io) = cause.downcast_ref::<std::io::Error>()
-            && let Some(inner) = io.get_ref()
-            && let Some(tls) = inner.downcast_ref::<rustls::Error>()
-        {
-            return Some(tls);
-        }
-        next = cause.source();
+    if let Some(tls) = error.downcast_ref::<rustls::Error>() {
+        return Some(tls);
     }
-    None
+    if let Some(io) = error.downcast_ref::<std::io::Error>()
+        && let Some(inner) = io.get_ref()
+        && let Some(tls) = tls_cause(inner)
+    {
+        return Some(tls);
+    }
+    error.source().and_then(tls_cause)
 }
 
 /// The deepest cause's message: the one that names what went wrong.

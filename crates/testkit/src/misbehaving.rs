@@ -41,6 +41,9 @@ pub enum Fault {
     ReplaysCursor,
     /// A resume skips the two events after the cursor and says nothing.
     SkipsSilently,
+    /// Notifications go to the session's first GET only, even once it is
+    /// gone (upstream rmcp's #659).
+    StarvesSecondGet,
 }
 
 const STEPS: u64 = 5;
@@ -51,6 +54,8 @@ struct Book {
     deleted: bool,
     /// The frames of each call's stream, by the stream's number.
     streams: Vec<Vec<(String, String)>>,
+    /// The standalone GETs, oldest first.
+    standalone: Vec<tokio::sync::mpsc::UnboundedSender<Bytes>>,
 }
 
 #[derive(Clone)]
@@ -201,7 +206,32 @@ async fn handle(
     }
 }
 
+/// `announce`: one `tools/list_changed` on a standalone GET (the newest that
+/// is still open, or under [`Fault::StarvesSecondGet`] the first), then the
+/// result.
+fn announce(fault: Fault, book: &mut Book, message: &Value) -> Response {
+    let note = json!({ "jsonrpc": "2.0", "method": "notifications/tools/list_changed" });
+    let frame = Bytes::from(format!("data: {note}\n\n"));
+    let _ = match fault {
+        Fault::StarvesSecondGet => book.standalone.first().map(|tx| tx.send(frame)),
+        _ => book
+            .standalone
+            .iter()
+            .rev()
+            .find(|tx| !tx.is_closed())
+            .map(|tx| tx.send(frame)),
+    };
+    let result = json!({
+        "jsonrpc": "2.0", "id": message["id"],
+        "result": { "content": [{ "type": "text", "text": "announced" }] }
+    });
+    sse(&[(String::new(), result.to_string())], false)
+}
+
 fn call(fault: Fault, book: &mut Book, message: &Value) -> Response {
+    if message["params"]["name"] == "announce" {
+        return announce(fault, book, message);
+    }
     let stream = book.streams.len();
     let token = message["params"]["_meta"]["progressToken"].clone();
     let mut frames = Vec::new();
@@ -228,15 +258,22 @@ fn call(fault: Fault, book: &mut Book, message: &Value) -> Response {
     sse(&frames, false)
 }
 
-fn get(fault: Fault, book: &Book, headers: &HeaderMap) -> Response {
+fn get(fault: Fault, book: &mut Book, headers: &HeaderMap) -> Response {
     let cursor = headers.get("last-event-id").and_then(|v| v.to_str().ok());
     let Some(cursor) = cursor else {
-        let priming = if fault == Fault::NoPriming {
-            ("".to_owned(), "{}".to_owned())
-        } else {
-            ("0".to_owned(), String::new())
-        };
-        return sse(&[priming], true);
+        if fault == Fault::NoPriming {
+            return sse(&[("".to_owned(), "{}".to_owned())], true);
+        }
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        book.standalone.push(tx);
+        let priming = Bytes::from("id: 0\nretry: 1000\ndata: \n\n");
+        let live = futures::stream::unfold(rx, |mut rx| async move {
+            rx.recv()
+                .await
+                .map(|bytes| (Ok::<_, Infallible>(bytes), rx))
+        });
+        let body = futures::StreamExt::chain(futures::stream::iter([Ok(priming)]), live);
+        return respond(StatusCode::OK, "text/event-stream", Body::from_stream(body));
     };
     if fault == Fault::EmptyResume {
         return sse(&[], false);
