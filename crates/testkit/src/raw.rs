@@ -13,25 +13,9 @@ pub const PROTOCOL: &str = "2025-11-25";
 /// How long any single read may take before the test fails instead of hanging.
 pub const READ_LIMIT: Duration = Duration::from_secs(10);
 
-/// One SSE frame.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Frame {
-    /// `event:` (absent means `message`).
-    pub event: Option<String>,
-    /// `id:`.
-    pub id: Option<String>,
-    /// `data:` lines joined by `\n`.
-    pub data: String,
-    /// `retry:`.
-    pub retry: Option<u64>,
-}
-
-impl Frame {
-    /// The data as JSON, if it is.
-    pub fn json(&self) -> Option<Value> {
-        serde_json::from_str(&self.data).ok()
-    }
-}
+/// One SSE frame, parsed as the probe parses it.
+pub use rmcp_resume_probe::sse::Frame;
+use rmcp_resume_probe::sse::parse_block;
 
 /// Reads SSE frames from a response body, skipping keep-alive comments.
 pub struct SseReader {
@@ -93,29 +77,6 @@ impl SseReader {
         }
         anyhow::bail!("stream did not end after 10000 frames")
     }
-}
-
-fn parse_block(block: &str) -> Option<Frame> {
-    let mut frame = Frame::default();
-    let mut fields = 0;
-    let mut data: Vec<&str> = Vec::new();
-    for line in block.lines() {
-        if line.starts_with(':') {
-            continue;
-        }
-        let (name, value) = line.split_once(':').unwrap_or((line, ""));
-        let value = value.strip_prefix(' ').unwrap_or(value);
-        fields += 1;
-        match name {
-            "event" => frame.event = Some(value.to_owned()),
-            "id" => frame.id = Some(value.to_owned()),
-            "data" => data.push(value),
-            "retry" => frame.retry = value.parse().ok(),
-            _ => fields -= 1,
-        }
-    }
-    frame.data = data.join("\n");
-    (fields > 0).then_some(frame)
 }
 
 /// A session opened by hand.
