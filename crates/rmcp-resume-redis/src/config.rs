@@ -1,0 +1,60 @@
+//! How long things live in Redis, and how much each stream keeps.
+
+use std::time::Duration;
+
+use rmcp_resume_core::log::Window;
+
+/// Settings of a [`RedisLog`](crate::RedisLog).
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct RedisLogConfig {
+    /// Prefix of every key (default `rmcp-resume`).
+    pub prefix: String,
+    /// Each stream's window, in events and time: the same rules as the
+    /// in-process log.
+    pub window: Window,
+    /// Bytes one stream keeps at most (the oldest go first).
+    pub max_stream_bytes: usize,
+    /// How long an owner holds a session without renewing its lease. An
+    /// owner that dies is replaced no sooner than this.
+    pub lease: Duration,
+    /// How long a session's keys outlive its last write: a session nobody
+    /// uses is forgotten by Redis itself.
+    pub session_ttl: Duration,
+    /// How long one blocking read of a live tail waits before it looks at
+    /// the lease again.
+    pub tail_poll: Duration,
+    /// Events one read returns at most.
+    pub read_batch: usize,
+}
+
+impl Default for RedisLogConfig {
+    fn default() -> Self {
+        Self {
+            prefix: "rmcp-resume".to_owned(),
+            window: Window::new(64, 4096, Duration::from_secs(300)),
+            max_stream_bytes: 4 << 20,
+            lease: Duration::from_secs(10),
+            session_ttl: Duration::from_secs(3600),
+            tail_poll: Duration::from_millis(500),
+            read_batch: 256,
+        }
+    }
+}
+
+impl RedisLogConfig {
+    /// The defaults, with `prefix` for every key.
+    pub fn with_prefix(prefix: impl Into<String>) -> Self {
+        Self {
+            prefix: prefix.into(),
+            ..Self::default()
+        }
+    }
+}
+
+/// Milliseconds, as Redis takes them; at least 1.
+pub(crate) fn millis(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis())
+        .unwrap_or(u64::MAX)
+        .max(1)
+}

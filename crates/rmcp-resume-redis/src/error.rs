@@ -1,0 +1,27 @@
+//! What can go wrong between an instance and Redis.
+
+/// Errors of the Redis log.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RedisLogError {
+    /// Redis did not answer, or refused the command.
+    #[error("redis: {0}")]
+    Redis(#[from] redis::RedisError),
+    /// Another instance took the session over: this instance's lease epoch
+    /// is no longer the session's, and nothing it writes is kept.
+    #[error(
+        "fenced: this instance holds epoch {held} of the session, which is now at epoch {current}"
+    )]
+    Fenced {
+        /// The epoch this instance held.
+        held: u64,
+        /// The session's epoch now.
+        current: u64,
+    },
+    /// The stream was already answered; nothing more may be appended.
+    #[error("the stream is finished")]
+    Finished,
+    /// Redis answered something the scripts never return.
+    #[error("unexpected reply from redis: {0}")]
+    Reply(String),
+}

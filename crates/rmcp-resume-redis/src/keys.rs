@@ -1,0 +1,93 @@
+//! Where a session lives in Redis.
+//!
+//! Every key of a session carries the session id as its hash tag (`{…}`), so
+//! that all of them sit in one Redis Cluster slot and one script may touch
+//! them together.
+
+use rmcp_resume_core::resumption::StreamId;
+
+/// The keys of one session, under a prefix.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct SessionKeys {
+    base: String,
+}
+
+impl SessionKeys {
+    /// The keys of `session` under `prefix`.
+    ///
+    /// A session id holding `{` or `}` would move the hash tag, so those
+    /// two characters are replaced; rmcp's ids never contain them.
+    pub(crate) fn new(prefix: &str, session: &str) -> Self {
+        let tag: String = session
+            .chars()
+            .map(|c| if matches!(c, '{' | '}') { '_' } else { c })
+            .collect();
+        Self {
+            base: format!("{prefix}:{{{tag}}}:"),
+        }
+    }
+
+    /// The prefix the scripts build the other keys from.
+    pub(crate) fn base(&self) -> &str {
+        &self.base
+    }
+
+    /// The lease epoch counter; its presence means the session is known.
+    pub(crate) fn epoch(&self) -> String {
+        format!("{}epoch", self.base)
+    }
+
+    /// The session's `SessionState`, as JSON.
+    pub(crate) fn state(&self) -> String {
+        format!("{}state", self.base)
+    }
+
+    /// A stream's Redis stream.
+    pub(crate) fn stream(&self, stream: StreamId) -> String {
+        format!("{}x:{}", self.base, stream_field(stream))
+    }
+}
+
+/// How the scripts name a stream: `s` for the standalone stream, else the
+/// request stream's number.
+pub(crate) fn stream_field(stream: StreamId) -> String {
+    match stream.request() {
+        Some(m) => m.to_string(),
+        None => "s".to_owned(),
+    }
+}
+
+/// The first index a stream's events get: the standalone stream's ids start
+/// at 1, so that the priming id `0` precedes them all.
+pub(crate) fn first_index(stream: StreamId) -> u64 {
+    match stream.request() {
+        Some(_) => 0,
+        None => 1,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_key_shares_the_session_hash_tag() {
+        let keys = SessionKeys::new("rr", "abc");
+        for key in [
+            keys.epoch(),
+            keys.state(),
+            keys.stream(StreamId::Standalone),
+            keys.stream(StreamId::Request(7)),
+        ] {
+            assert!(key.starts_with("rr:{abc}:"), "{key}");
+        }
+        assert_eq!(keys.stream(StreamId::Request(7)), "rr:{abc}:x:7");
+        assert_eq!(keys.stream(StreamId::Standalone), "rr:{abc}:x:s");
+    }
+
+    #[test]
+    fn braces_in_a_session_id_cannot_move_the_tag() {
+        let keys = SessionKeys::new("rr", "a}b{c");
+        assert_eq!(keys.epoch(), "rr:{a_b_c}:epoch");
+    }
+}

@@ -1,0 +1,60 @@
+//! Ownership of a session: one instance at a time, through a lease with an
+//! epoch.
+//!
+//! | Lease in Redis | [`SessionLog::acquire`](crate::SessionLog::acquire) by `owner` |
+//! |---|---|
+//! | held by `owner` | [`LeaseOutcome::Renewed`]: the same epoch, a fresh expiry |
+//! | held by another, not expired | [`LeaseOutcome::HeldBy`]: nothing changes |
+//! | free (never taken, or expired) | [`LeaseOutcome::Acquired`]: a new epoch; every request stream the earlier owner left open ends with a terminal error |
+//!
+//! Every write of an owner carries its epoch, and a script refuses a write
+//! whose epoch is not the session's current one, so an owner that was paused
+//! or cut off past its lease writes nothing a client can ever read.
+
+use std::time::Duration;
+
+/// A session's lease, as held by this instance.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Lease {
+    /// The epoch this owner writes under.
+    pub epoch: u64,
+}
+
+/// What an attempt to acquire a session's lease found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[must_use]
+pub enum LeaseOutcome {
+    /// This owner already held it; it now lasts another lease period.
+    Renewed(Lease),
+    /// The lease was free and is now this owner's.
+    Acquired {
+        /// The new lease.
+        lease: Lease,
+        /// Request streams of an earlier owner that were ended with the
+        /// terminal error.
+        ended_streams: u64,
+    },
+    /// Another instance holds it.
+    HeldBy {
+        /// The holder's epoch.
+        epoch: u64,
+        /// How long the holder's lease still runs unless renewed.
+        remaining: Duration,
+    },
+}
+
+impl LeaseOutcome {
+    /// The lease, if this owner holds it now.
+    pub fn lease(self) -> Option<Lease> {
+        match self {
+            Self::Renewed(lease) | Self::Acquired { lease, .. } => Some(lease),
+            Self::HeldBy { .. } => None,
+        }
+    }
+}
+
+/// The JSON-RPC error object a request stream gets when its owner is lost.
+/// `-32603` is JSON-RPC's internal error: the server cannot say whether the
+/// request took effect.
+pub const INSTANCE_LOST_ERROR: &str =
+    r#"{"code":-32603,"message":"server instance lost; outcome unknown"}"#;

@@ -1,0 +1,56 @@
+//! A replay log on Redis Streams for rmcp-resume's streamable-HTTP server:
+//! each MCP stream of a session is one Redis stream that every server
+//! instance reads and the session's owner writes.
+//!
+//! Events keep the ids the in-process log gives them (`N` on the standalone
+//! stream, `N/M` on request stream `M`), so a resume that lands on any
+//! instance is decided by the same
+//! [`plan`](rmcp_resume_core::resumption::plan()) from a
+//! [`Snapshot`] that Redis gives in one atomic read.
+//!
+//! # Keys
+//!
+//! Every key of a session carries the session id as its hash tag, so a
+//! session sits in one Redis Cluster slot.
+//!
+//! | Key | Type | Holds |
+//! |---|---|---|
+//! | `P:{S}:epoch` | integer | the lease epoch; present while Redis knows the session |
+//! | `P:{S}:lease` | hash | `owner`, `epoch`; expires after the lease period |
+//! | `P:{S}:next` | integer | the next request stream number (`M`) |
+//! | `P:{S}:open` | hash | `M` → the JSON-RPC id each unanswered request stream answers |
+//! | `P:{S}:m:M` | hash | `head`, `floor`, `finished`, `bytes` of stream `M` (`s`: standalone) |
+//! | `P:{S}:x:M` | stream | the events; entry id `N-1` holds event `N` |
+//! | `P:{S}:state` | string | the session's handshake, for restores elsewhere |
+//!
+//! Every key expires `session_ttl` after the session's last write.
+//!
+//! # Rules
+//!
+//! - **Persist, then send.** [`SessionLog::append`] returns once the event
+//!   is committed; only then may it be sent.
+//! - **Fencing.** Every write carries the writer's lease epoch and a script
+//!   refuses it unless that is the session's epoch (see [`lease`]).
+//! - **The window.** Each append trims its stream by the same count, time
+//!   and byte rules as the in-process log
+//!   ([`Window`](rmcp_resume_core::log::Window)), oldest first. Redis cannot
+//!   see which readers are connected, so unlike in-process a slow reader
+//!   may find its next event trimmed: [`SessionLog::tail`] then ends with
+//!   [`TailError::Evicted`] rather than skip it.
+//! - **Redis settings.** `maxmemory-policy noeviction`: an evicted key
+//!   would be a silent gap.
+#![warn(missing_docs)]
+
+mod config;
+mod error;
+mod keys;
+pub mod lease;
+mod log;
+mod scripts;
+mod tail;
+
+pub use config::RedisLogConfig;
+pub use error::RedisLogError;
+pub use lease::{INSTANCE_LOST_ERROR, Lease, LeaseOutcome};
+pub use log::{Appended, RedisLog, SessionLog, Snapshot, StoredEvent};
+pub use tail::TailError;

@@ -1,0 +1,31 @@
+-- One consistent snapshot of a stream: its floor, head and whether it is
+-- finished, and up to `count` events from `from` on.
+-- KEYS[1] the session's epoch key (it names the slot)
+-- ARGV: base, stream, first index, from, count
+-- Returns {0} when the session is unknown, {1} when the request stream is,
+-- else {2, floor, head, finished, index, data, index, data, ...}.
+local base, stream = ARGV[1], ARGV[2]
+if redis.call('EXISTS', KEYS[1]) == 0 then
+  return {0}
+end
+local meta = base .. 'm:' .. stream
+local floor, head, finished
+if redis.call('EXISTS', meta) == 0 then
+  if stream ~= 's' then
+    return {1}
+  end
+  floor, head, finished = tonumber(ARGV[3]), tonumber(ARGV[3]), 0
+else
+  local fields = redis.call('HMGET', meta, 'floor', 'head', 'finished')
+  floor, head, finished = tonumber(fields[1]), tonumber(fields[2]), tonumber(fields[3] or '0')
+end
+local out = {2, floor, head, finished}
+local from = math.max(tonumber(ARGV[4]), floor)
+if from < head then
+  local key = base .. 'x:' .. stream
+  for _, entry in ipairs(redis.call('XRANGE', key, from .. '-1', '+', 'COUNT', ARGV[5])) do
+    out[#out + 1] = string.match(entry[1], '^(%d+)-')
+    out[#out + 1] = entry[2][2]
+  end
+end
+return out

@@ -1,0 +1,184 @@
+//! Reading a stream live from Redis, on an instance that does not own the
+//! session: replay from a position, then each event as any instance commits
+//! it.
+
+use std::collections::VecDeque;
+
+use futures::Stream;
+use redis::Value;
+use redis::aio::MultiplexedConnection;
+use rmcp_resume_core::resumption::{StreamId, StreamLookup};
+
+use crate::error::RedisLogError;
+use crate::lease::LeaseOutcome;
+use crate::log::{SessionLog, StoredEvent};
+
+/// Why a live tail ended early.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TailError {
+    /// Events the reader had not read yet were trimmed from the stream.
+    #[error("events from {from} on were trimmed; the floor is now {floor}")]
+    Evicted {
+        /// The next event the reader needed.
+        from: u64,
+        /// The stream's floor.
+        floor: u64,
+    },
+    /// The session is gone from Redis.
+    #[error("the session is gone")]
+    SessionGone,
+    /// The request stream is gone from Redis.
+    #[error("the stream is gone")]
+    StreamGone,
+    /// Redis failed.
+    #[error(transparent)]
+    Log(#[from] RedisLogError),
+}
+
+struct Tail {
+    log: SessionLog,
+    stream: StreamId,
+    next: u64,
+    takeover: Option<String>,
+    ready: VecDeque<StoredEvent>,
+    blocking: Option<MultiplexedConnection>,
+    done: bool,
+}
+
+impl SessionLog {
+    /// Every event of `stream` from index `from` on: what Redis holds, then
+    /// each event as it is committed, until the stream is answered.
+    ///
+    /// Each wait for a new event lasts at most the configured `tail_poll`.
+    /// When a wait ends with nothing new and `takeover` names this
+    /// instance, the session's lease is tried: if its owner is gone, this
+    /// instance takes the session over, which ends the owner's open request
+    /// streams with the terminal error, and the tail reads that error next.
+    ///
+    /// The stream ends with an error item when an event the reader needs was
+    /// trimmed, or when the session or stream is gone: never with a silent
+    /// gap.
+    pub fn tail(
+        &self,
+        stream: StreamId,
+        from: u64,
+        takeover: Option<String>,
+    ) -> impl Stream<Item = Result<StoredEvent, TailError>> + Send + 'static {
+        let state = Tail {
+            log: self.clone(),
+            stream,
+            next: from,
+            takeover,
+            ready: VecDeque::new(),
+            blocking: None,
+            done: false,
+        };
+        futures::stream::unfold(state, |mut tail| async move {
+            let item = tail.next_event().await?;
+            Some((item, tail))
+        })
+    }
+}
+
+impl Tail {
+    /// The next item, or `None` when the stream has ended.
+    async fn next_event(&mut self) -> Option<Result<StoredEvent, TailError>> {
+        loop {
+            if let Some(event) = self.ready.pop_front() {
+                self.next = event.index.saturating_add(1);
+                return Some(Ok(event));
+            }
+            if self.done {
+                return None;
+            }
+            match self.fill().await {
+                Ok(true) => continue,
+                Ok(false) => {}
+                Err(error) => {
+                    self.done = true;
+                    return Some(Err(error));
+                }
+            }
+            if self.done {
+                return None;
+            }
+            if let Err(error) = self.wait().await {
+                self.done = true;
+                return Some(Err(error));
+            }
+        }
+    }
+
+    /// Reads what Redis holds from `next` on; `true` when it found events.
+    async fn fill(&mut self) -> Result<bool, TailError> {
+        let batch = self.log.log().config().read_batch;
+        let snapshot = self.log.read(self.stream, self.next, batch).await?;
+        let view = match snapshot.lookup {
+            StreamLookup::SessionLost => return Err(TailError::SessionGone),
+            StreamLookup::UnknownStream => return Err(TailError::StreamGone),
+            StreamLookup::Found(view) => view,
+        };
+        match snapshot.events.first() {
+            Some(first) if first.index != self.next => {
+                return Err(TailError::Evicted {
+                    from: self.next,
+                    floor: view.floor,
+                });
+            }
+            None if self.next < view.floor => {
+                return Err(TailError::Evicted {
+                    from: self.next,
+                    floor: view.floor,
+                });
+            }
+            _ => {}
+        }
+        let found = !snapshot.events.is_empty();
+        self.ready.extend(snapshot.events);
+        if !found && view.finished && self.next >= view.head {
+            self.done = true;
+        }
+        Ok(found)
+    }
+
+    /// Waits for the stream to grow, at most one poll interval; then, if
+    /// nothing came, looks at the lease.
+    async fn wait(&mut self) -> Result<(), TailError> {
+        let poll = self.log.log().config().tail_poll;
+        if self.blocking.is_none() {
+            self.blocking = Some(self.log.log().blocking_connection().await?);
+        }
+        let Some(conn) = self.blocking.as_mut() else {
+            return Ok(());
+        };
+        let after = match self.next.checked_sub(1) {
+            Some(last) => format!("{last}-1"),
+            None => "0-0".to_owned(),
+        };
+        let grown: Value = redis::cmd("XREAD")
+            .arg("COUNT")
+            .arg(1)
+            .arg("BLOCK")
+            .arg(crate::config::millis(poll))
+            .arg("STREAMS")
+            .arg(self.log.keys().stream(self.stream))
+            .arg(after)
+            .query_async(conn)
+            .await
+            .map_err(RedisLogError::from)?;
+        if grown != Value::Nil {
+            return Ok(());
+        }
+        if let Some(owner) = &self.takeover {
+            if let LeaseOutcome::Acquired { ended_streams, .. } = self.log.acquire(owner).await? {
+                tracing::info!(
+                    stream = ?self.stream,
+                    ended_streams,
+                    "took over a session whose owner's lease expired"
+                );
+            }
+        }
+        Ok(())
+    }
+}
