@@ -615,6 +615,7 @@ impl<E: Clone> StreamLog<E> {
             Some(entry) => Step::Send(
                 entry.index,
                 Logged {
+                    index: entry.index,
                     id: entry.id.clone(),
                     event: entry.event.clone(),
                 },

@@ -47,10 +47,12 @@ mod keys;
 pub mod lease;
 mod log;
 mod scripts;
+mod shared;
 mod tail;
 
 pub use config::RedisLogConfig;
 pub use error::RedisLogError;
 pub use lease::{INSTANCE_LOST_ERROR, Lease, LeaseOutcome};
-pub use log::{Appended, RedisLog, SessionLog, Snapshot, StoredEvent};
+pub use log::{Appended, RedisLog, SessionLog, Snapshot, StoredEvent, Write};
+pub use shared::RedisShared;
 pub use tail::TailError;

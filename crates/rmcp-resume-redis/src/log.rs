@@ -13,10 +13,6 @@ use crate::keys::{SessionKeys, first_index, stream_field};
 use crate::lease::{INSTANCE_LOST_ERROR, Lease, LeaseOutcome};
 use crate::scripts::Scripts;
 
-/// What a frame adds to an event's data in bytes (its `id:` and `data:`
-/// lines), as the in-process log counts it.
-const FRAME: usize = 32;
-
 /// A connection to the shared log, cheap to clone.
 #[derive(Clone)]
 pub struct RedisLog {
@@ -124,6 +120,33 @@ pub struct Appended {
     pub floor: u64,
 }
 
+/// One write of a batch to [`SessionLog::commit`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Write<'a> {
+    /// An event at `index` (`None`: the stream's head); an index already
+    /// committed is skipped, so a batch may be retried.
+    Append {
+        /// The stream.
+        stream: StreamId,
+        /// Its index.
+        index: Option<u64>,
+        /// Its `data:`, if it has one.
+        data: Option<&'a str>,
+    },
+    /// Request stream `stream` answers the request whose id is `request_id`.
+    Open {
+        /// The request stream.
+        stream: u64,
+        /// The request's id, as JSON.
+        request_id: &'a str,
+    },
+    /// Request stream `stream` was answered.
+    Finish {
+        /// The request stream.
+        stream: u64,
+    },
+}
+
 /// One session's part of the shared log.
 #[derive(Debug, Clone)]
 pub struct SessionLog {
@@ -188,35 +211,49 @@ impl SessionLog {
         Ok(released == 1)
     }
 
-    /// Opens a request stream answering the JSON-RPC request whose id is
-    /// `request_id` (its JSON): allocates the stream's number, unique in
-    /// the session across every instance and every life.
-    pub async fn open_request(&self, lease: Lease, request_id: &str) -> Result<u64, RedisLogError> {
+    /// Reserves `count` request stream numbers, unique in the session
+    /// across every instance and every life of it; returns the first.
+    pub async fn reserve_streams(&self, lease: Lease, count: u64) -> Result<u64, RedisLogError> {
         let reply: Vec<i64> = self
             .log
             .inner
             .scripts
-            .open
+            .reserve
             .key(self.keys.epoch())
             .arg(self.keys.base())
             .arg(lease.epoch)
-            .arg(request_id)
+            .arg(count.max(1))
             .arg(millis(self.log.inner.config.session_ttl))
             .invoke_async(&mut self.log.conn())
             .await?;
-        let (number, current) = pair(&reply)?;
-        if number < 0 {
+        let (first, current) = pair(&reply)?;
+        if first < 0 {
             return Err(RedisLogError::Fenced {
                 held: lease.epoch,
                 current: unsigned(current)?,
             });
         }
-        unsigned(number)
+        unsigned(first)
     }
 
-    /// Commits one event to `stream` under `lease`, trimming the stream to
-    /// its window; `finish` marks the stream answered. The event is in
-    /// Redis when this returns, so it may be sent.
+    /// Opens a request stream answering the JSON-RPC request whose id is
+    /// `request_id` (its JSON), with a newly reserved number.
+    pub async fn open_request(&self, lease: Lease, request_id: &str) -> Result<u64, RedisLogError> {
+        let m = self.reserve_streams(lease, 1).await?;
+        self.commit(
+            lease,
+            &[Write::Open {
+                stream: m,
+                request_id,
+            }],
+        )
+        .await?;
+        Ok(m)
+    }
+
+    /// Commits one event to `stream` at its head under `lease`, trimming
+    /// the stream to its window; `finish` marks the stream answered. The
+    /// event is in Redis when this returns, so it may be sent.
     pub async fn append(
         &self,
         lease: Lease,
@@ -224,40 +261,77 @@ impl SessionLog {
         data: Option<&str>,
         finish: bool,
     ) -> Result<Appended, RedisLogError> {
+        let append = Write::Append {
+            stream,
+            index: None,
+            data,
+        };
+        let finish = stream
+            .request()
+            .filter(|_| finish)
+            .map(|m| Write::Finish { stream: m });
+        let writes: Vec<Write<'_>> = std::iter::once(append).chain(finish).collect();
+        let index = self
+            .commit(lease, &writes)
+            .await?
+            .ok_or_else(|| RedisLogError::Reply("an append appended nothing".to_owned()))?;
+        let floor = match self.read(stream, index, 1).await?.lookup {
+            StreamLookup::Found(view) => view.floor,
+            other => return Err(RedisLogError::Reply(format!("stream vanished: {other:?}"))),
+        };
+        Ok(Appended { index, floor })
+    }
+
+    /// Commits `writes` in order, in one round trip, under `lease`. Returns
+    /// the index of the last event appended, if any.
+    pub async fn commit(
+        &self,
+        lease: Lease,
+        writes: &[Write<'_>],
+    ) -> Result<Option<u64>, RedisLogError> {
         let config = &self.log.inner.config;
-        let data = data.unwrap_or("");
-        let reply: Vec<i64> = self
-            .log
-            .inner
-            .scripts
-            .append
-            .key(self.keys.epoch())
+        let script = &self.log.inner.scripts.commit;
+        let mut invocation = script.key(self.keys.epoch());
+        invocation
             .arg(self.keys.base())
             .arg(lease.epoch)
-            .arg(stream_field(stream))
-            .arg(first_index(stream))
-            .arg(data)
-            .arg(data.len() + FRAME)
             .arg(now_millis())
             .arg(config.window.keep_events)
             .arg(config.window.max_events)
             .arg(millis(config.window.retention))
             .arg(config.max_stream_bytes)
-            .arg(u8::from(finish))
-            .arg(millis(config.session_ttl))
-            .invoke_async(&mut self.log.conn())
-            .await?;
-        let (index, second) = pair(&reply)?;
-        match index {
-            -1 => Err(RedisLogError::Fenced {
+            .arg(millis(config.session_ttl));
+        for write in writes {
+            match write {
+                Write::Append {
+                    stream,
+                    index,
+                    data,
+                } => {
+                    let at = index.map_or_else(|| "*".to_owned(), |i| i.to_string());
+                    invocation
+                        .arg("a")
+                        .arg(stream_field(*stream))
+                        .arg(at)
+                        .arg(data.unwrap_or(""));
+                }
+                Write::Open { stream, request_id } => {
+                    invocation.arg("o").arg(stream).arg(*request_id).arg("");
+                }
+                Write::Finish { stream } => {
+                    invocation.arg("f").arg(stream).arg("").arg("");
+                }
+            }
+        }
+        let reply: Vec<i64> = invocation.invoke_async(&mut self.log.conn()).await?;
+        match pair(&reply)? {
+            (-1, current) => Err(RedisLogError::Fenced {
                 held: lease.epoch,
-                current: unsigned(second)?,
+                current: unsigned(current)?,
             }),
-            -2 => Err(RedisLogError::Finished),
-            _ => Ok(Appended {
-                index: unsigned(index)?,
-                floor: unsigned(second)?,
-            }),
+            (-2, _) => Err(RedisLogError::Finished),
+            (_, -1) => Ok(None),
+            (_, last) => Ok(Some(unsigned(last)?)),
         }
     }
 

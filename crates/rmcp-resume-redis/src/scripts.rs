@@ -7,8 +7,8 @@ use redis::Script;
 /// The scripts, loaded once per [`RedisLog`](crate::RedisLog).
 #[derive(Debug)]
 pub(crate) struct Scripts {
-    pub(crate) open: Script,
-    pub(crate) append: Script,
+    pub(crate) reserve: Script,
+    pub(crate) commit: Script,
     pub(crate) read: Script,
     pub(crate) lease: Script,
     pub(crate) release: Script,
@@ -18,8 +18,8 @@ pub(crate) struct Scripts {
 impl Scripts {
     pub(crate) fn new() -> Self {
         Self {
-            open: Script::new(include_str!("lua/open.lua")),
-            append: Script::new(include_str!("lua/append.lua")),
+            reserve: Script::new(include_str!("lua/reserve.lua")),
+            commit: Script::new(include_str!("lua/commit.lua")),
             read: Script::new(include_str!("lua/read.lua")),
             lease: Script::new(include_str!("lua/lease.lua")),
             release: Script::new(include_str!("lua/release.lua")),

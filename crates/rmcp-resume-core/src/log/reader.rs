@@ -31,6 +31,8 @@ impl Bell {
 /// An event as a reader receives it: the stored event and its wire id.
 #[derive(Debug, Clone)]
 pub struct Logged<E> {
+    /// The event's index on its stream.
+    pub index: u64,
     /// The event's id on the wire.
     pub id: String,
     /// The event.

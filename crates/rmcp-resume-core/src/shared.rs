@@ -1,0 +1,162 @@
+//! A replay log shared by several server instances (for example on Redis),
+//! behind one object-safe interface the session glue writes and reads.
+//!
+//! The owner of a session keeps its in-process logs, which decide ids,
+//! windows and backpressure as in one process, and mirrors every event into
+//! the shared log *before* a reader may send it ([`Gate`](crate::shared::Gate)).
+//! Any instance answers a resume from the shared log with the same
+//! [`plan`](crate::resumption::plan()), because the shared log keeps the
+//! in-process ids.
+//!
+//! | Operation | Who | When |
+//! |---|---|---|
+//! | [`SharedLog::acquire`] | an instance about to run a session's worker | creating or restoring the session, and then to renew the lease |
+//! | [`SharedLog::reserve_streams`] | the owner | before it numbers request streams: numbers are unique across instances |
+//! | [`SharedLog::commit`] | the owner's mirror task | a batch of [`MirrorOp`]s, one round trip |
+//! | [`SharedLog::read`] / [`SharedLog::tail`] | any instance | answering a resume |
+//! | [`SharedLog::delete`] | the instance that ends the session | `DELETE`, or the session's end |
+
+use futures::future::BoxFuture;
+use futures::stream::BoxStream;
+
+use crate::resumption::{StreamId, StreamLookup};
+
+/// What the shared log says of a session's ownership.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ownership {
+    /// This instance owns the session and writes under `epoch`.
+    Owned {
+        /// The lease epoch.
+        epoch: u64,
+    },
+    /// Another instance owns it and its lease is live.
+    HeldElsewhere,
+}
+
+/// One write of the owner's mirror.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MirrorOp {
+    /// Event `index` of `stream`; `data` is its `data:` line, `None` for a
+    /// frame without one (a priming event).
+    Append {
+        /// The stream.
+        stream: StreamId,
+        /// The index the in-process log gave it.
+        index: u64,
+        /// The payload.
+        data: Option<String>,
+    },
+    /// Request stream `stream` answers the JSON-RPC request whose id is
+    /// `request_id` (JSON): if the owner is lost before it answers, a
+    /// takeover ends it with an error for that id.
+    Open {
+        /// The request stream.
+        stream: u64,
+        /// The request's id, as JSON.
+        request_id: String,
+    },
+    /// The request stream was answered: nothing more will be appended.
+    Finish {
+        /// The request stream.
+        stream: u64,
+    },
+}
+
+/// An event read back from the shared log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SharedEvent {
+    /// Its index.
+    pub index: u64,
+    /// Its `data:`, if it has one.
+    pub data: Option<String>,
+}
+
+/// A consistent look at one stream.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SharedSnapshot {
+    /// Where the stream stands, for [`plan`](crate::resumption::plan()).
+    pub lookup: StreamLookup,
+    /// Events from the position asked for on.
+    pub events: Vec<SharedEvent>,
+}
+
+/// Errors of a shared log.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SharedLogError {
+    /// Another instance took the session over; this one must stop writing.
+    #[error("fenced: another instance owns the session now (epoch {current})")]
+    Fenced {
+        /// The session's epoch now.
+        current: u64,
+    },
+    /// Events a reader still needed were trimmed.
+    #[error("events from {from} on were trimmed; the floor is now {floor}")]
+    Evicted {
+        /// The next event the reader needed.
+        from: u64,
+        /// The floor.
+        floor: u64,
+    },
+    /// The session (or the stream) is gone.
+    #[error("the session or stream is gone")]
+    Gone,
+    /// The backend failed (unreachable, timed out, refused).
+    #[error("shared log: {0}")]
+    Backend(Box<dyn std::error::Error + Send + Sync>),
+}
+
+/// A replay log shared by several instances. See the [module docs](self).
+pub trait SharedLog: Send + Sync + 'static {
+    /// Takes or renews `session`'s lease for this instance. A free lease is
+    /// taken with a new epoch; the backend then ends every request stream
+    /// the earlier owner left open with a terminal error.
+    fn acquire<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<Ownership, SharedLogError>>;
+
+    /// Gives `session`'s lease back, if this instance holds it.
+    fn release<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<(), SharedLogError>>;
+
+    /// Reserves `count` request stream numbers; returns the first.
+    fn reserve_streams<'a>(
+        &'a self,
+        session: &'a str,
+        epoch: u64,
+        count: u64,
+    ) -> BoxFuture<'a, Result<u64, SharedLogError>>;
+
+    /// Commits `ops` in order, in one round trip, fenced by `epoch`.
+    fn commit<'a>(
+        &'a self,
+        session: &'a str,
+        epoch: u64,
+        ops: Vec<MirrorOp>,
+    ) -> BoxFuture<'a, Result<(), SharedLogError>>;
+
+    /// Reads `stream`'s state and up to `count` events from `from` on.
+    fn read<'a>(
+        &'a self,
+        session: &'a str,
+        stream: StreamId,
+        from: u64,
+        count: usize,
+    ) -> BoxFuture<'a, Result<SharedSnapshot, SharedLogError>>;
+
+    /// `stream`'s events from `from` on, then live until it is answered.
+    /// While it waits, an instance may take over a session whose owner's
+    /// lease expired (which ends the stream with the terminal error).
+    fn tail(
+        &self,
+        session: &str,
+        stream: StreamId,
+        from: u64,
+    ) -> BoxStream<'static, Result<SharedEvent, SharedLogError>>;
+
+    /// Forgets `session` and its streams.
+    fn delete<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<(), SharedLogError>>;
+
+    /// How often an owner renews its lease.
+    fn renew_every(&self) -> std::time::Duration;
+}
+
+mod gate;
+pub use gate::Gate;

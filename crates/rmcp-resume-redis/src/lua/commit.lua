@@ -1,0 +1,105 @@
+-- Commits a batch of an owner's writes, in order, fenced by its epoch: an
+-- instance whose epoch is not the session's current one writes nothing.
+-- KEYS[1] the session's epoch key (it names the slot)
+-- ARGV: base, epoch, now (ms), keep events, max events, retention (ms),
+--       max bytes, session ttl (ms), then one group of four per write:
+--   'a', stream, index ('*': the stream's head), data   append an event
+--   'o', stream, request id (JSON), ''                  a call is open
+--   'f', stream, '', ''                                 the call is answered
+-- Returns {-1, current epoch} when fenced, {-2, stream} when appending to an
+-- answered stream, else {0, index of the last append (or -1)}.
+local base = ARGV[1]
+local current = tonumber(redis.call('GET', KEYS[1]) or '0')
+if current ~= tonumber(ARGV[2]) then
+  return {-1, current}
+end
+local now, keep, max = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+local retention, max_bytes, ttl = tonumber(ARGV[6]), tonumber(ARGV[7]), ARGV[8]
+local open = base .. 'open'
+local last = -1
+
+local function first_index(stream)
+  if stream == 's' then return 1 end
+  return 0
+end
+
+local function trim(meta, key, head, floor, bytes)
+  -- Oldest first while the window says so; the newest event always stays,
+  -- and one append evicts a bounded number.
+  local budget = 256
+  while head - floor > 1 and budget > 0 do
+    local oldest = redis.call('XRANGE', key, floor .. '-1', floor .. '-1')[1]
+    if oldest == nil then
+      floor = floor + 1
+    else
+      local count = head - floor
+      local aged = count > keep and tonumber(oldest[2][4]) + retention < now
+      if not (count > max or bytes > max_bytes or aged) then
+        break
+      end
+      redis.call('XDEL', key, oldest[1])
+      bytes = bytes - tonumber(oldest[2][6])
+      floor = floor + 1
+    end
+    budget = budget - 1
+  end
+  return floor, bytes
+end
+
+local function append(stream, at, data)
+  local meta, key = base .. 'm:' .. stream, base .. 'x:' .. stream
+  local fields = redis.call('HMGET', meta, 'head', 'floor', 'bytes', 'finished')
+  if fields[4] == '1' then
+    return false
+  end
+  local head = tonumber(fields[1] or first_index(stream))
+  local floor = tonumber(fields[2] or first_index(stream))
+  local index = head
+  if at ~= '*' then
+    index = tonumber(at)
+    if index < head then
+      -- Committed by an earlier try of this batch.
+      return true
+    end
+    if fields[1] == nil then
+      floor = index
+    end
+  end
+  local weight = string.len(data) + 32
+  redis.call('XADD', key, index .. '-1', 'd', data, 't', now, 'w', weight)
+  local bytes = tonumber(fields[3] or '0') + weight
+  head = index + 1
+  floor, bytes = trim(meta, key, head, floor, bytes)
+  redis.call('HSET', meta, 'head', head, 'floor', floor, 'bytes', bytes)
+  redis.call('PEXPIRE', meta, ttl)
+  redis.call('PEXPIRE', key, ttl)
+  last = index
+  return true
+end
+
+for i = 9, #ARGV, 4 do
+  local kind, stream = ARGV[i], ARGV[i + 1]
+  if kind == 'a' then
+    if not append(stream, ARGV[i + 2], ARGV[i + 3]) then
+      return {-2, tonumber(stream) or -1}
+    end
+  elseif kind == 'o' then
+    local meta = base .. 'm:' .. stream
+    if redis.call('HGET', meta, 'finished') ~= '1' then
+      redis.call('HSETNX', meta, 'head', 0)
+      redis.call('HSETNX', meta, 'floor', 0)
+      redis.call('HSET', open, stream, ARGV[i + 2])
+      redis.call('PEXPIRE', meta, ttl)
+      redis.call('PEXPIRE', open, ttl)
+    end
+  elseif kind == 'f' then
+    local meta = base .. 'm:' .. stream
+    redis.call('HSETNX', meta, 'head', 0)
+    redis.call('HSETNX', meta, 'floor', 0)
+    redis.call('HSET', meta, 'finished', 1)
+    redis.call('PEXPIRE', meta, ttl)
+    redis.call('HDEL', open, stream)
+  end
+end
+redis.call('PEXPIRE', KEYS[1], ttl)
+return {0, last}

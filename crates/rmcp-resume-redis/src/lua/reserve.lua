@@ -1,0 +1,13 @@
+-- Reserves request stream numbers, unique in the session across every
+-- instance and every life of it. Fenced by the lease epoch.
+-- KEYS[1] the session's epoch key (it names the slot)
+-- ARGV: base, epoch, count, session ttl (ms)
+-- Returns {-1, current epoch} when fenced, else {first number, epoch}.
+local current = tonumber(redis.call('GET', KEYS[1]) or '0')
+if current ~= tonumber(ARGV[2]) then
+  return {-1, current}
+end
+local next = ARGV[1] .. 'next'
+local last = redis.call('INCRBY', next, ARGV[3])
+redis.call('PEXPIRE', next, ARGV[4])
+return {last - tonumber(ARGV[3]), current}
