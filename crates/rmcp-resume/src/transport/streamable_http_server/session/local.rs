@@ -23,6 +23,7 @@
 //! | `manager.rs` | [`LocalSessionManager`]: the session table, upstream's `SessionManager` trait |
 //! | `handle.rs` | [`LocalSessionHandle`]: asking a session's worker for streams and resumes |
 //! | `worker.rs` | [`LocalSessionWorker`]: the session's logs, and what the worker does with events |
+//! | `mirror.rs` | with a shared log: the task that commits each event before a reader may send it, and renews the lease |
 //! | `routing.rs` | which request stream a server message belongs to |
 //! | `streams.rs` | what opening or resuming a stream hands back |
 //! | `event_id.rs` | [`EventId`], the session's `N` / `N/M` ids |
@@ -36,6 +37,7 @@ mod error;
 mod event_id;
 mod handle;
 mod manager;
+mod mirror;
 mod routing;
 mod streams;
 mod worker;

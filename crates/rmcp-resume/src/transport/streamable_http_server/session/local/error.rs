@@ -59,6 +59,10 @@ pub enum SessionError {
     /// A request stream number was reused.
     #[error("Invalid request id: {0}")]
     DuplicatedRequestId(HttpRequestId),
+    /// The shared log failed, or another instance owns the session now
+    /// (fork-only).
+    #[error("shared log: {0}")]
+    Shared(#[from] rmcp_resume_core::shared::SharedLogError),
 }
 
 impl From<SessionError> for std::io::Error {
@@ -96,4 +100,8 @@ pub enum LocalSessionWorkerError {
     /// Every handle is gone.
     #[error("transport terminated")]
     TransportTerminated,
+    /// Another instance took the session over, or the shared log stayed
+    /// unreachable: this instance may no longer write it (fork-only).
+    #[error("this instance no longer owns the session")]
+    OwnershipLost,
 }

@@ -1,5 +1,7 @@
 //! A cloneable handle to a session's worker.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use tokio::sync::{mpsc, oneshot};
@@ -16,12 +18,23 @@ use crate::transport::resumption::ResumeAnswer;
 pub struct LocalSessionHandle {
     pub(super) id: SessionId,
     pub(super) event_tx: mpsc::Sender<SessionEvent>,
+    /// Set once the session may take requests: at once for a new session,
+    /// and after its handshake replay for a restored one.
+    pub(super) published: Arc<AtomicBool>,
 }
 
 impl LocalSessionHandle {
     /// The session id.
     pub fn id(&self) -> &SessionId {
         &self.id
+    }
+
+    /// Whether the session takes requests: a restored session does once
+    /// its handshake has been replayed (fork-only; upstream published it
+    /// before, so a request racing the restore met an uninitialised
+    /// worker).
+    pub fn is_published(&self) -> bool {
+        self.published.load(Ordering::Acquire)
     }
 
     /// Whether the session's worker is still running.

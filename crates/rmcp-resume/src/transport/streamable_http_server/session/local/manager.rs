@@ -5,7 +5,9 @@ use std::sync::Arc;
 
 use futures::Stream;
 use rmcp_resume_core::log::Meter;
+use rmcp_resume_core::shared::{SharedLog, SharedLogError};
 
+use super::mirror::Mirror;
 use super::worker::{Incarnation, new_session};
 use super::{
     EventId, EventIdParseError, LocalSessionHandle, ResumedStream, Resumption, SessionConfig,
@@ -27,6 +29,7 @@ use crate::transport::streamable_http_server::session::{
 #[non_exhaustive]
 pub struct LocalSessionManager {
     event_store: StoreSlot,
+    shared: Option<SharedSlot>,
     /// Configuration given to each new session.
     pub session_config: SessionConfig,
     /// Live sessions by id.
@@ -49,6 +52,22 @@ pub enum LocalSessionManagerError {
     /// The session refused the operation.
     #[error("Session error: {0}")]
     SessionError(#[from] SessionError),
+    /// Another instance owns the session: route its `POST`s there (fork-only).
+    #[error("session {0} is owned by another instance")]
+    OwnedElsewhere(SessionId),
+    /// The shared log failed (fork-only).
+    #[error("shared log: {0}")]
+    Shared(#[from] SharedLogError),
+}
+
+/// The shared log, in a field that can be `Debug`.
+#[derive(Clone)]
+pub(crate) struct SharedSlot(pub(crate) Arc<dyn SharedLog>);
+
+impl std::fmt::Debug for SharedSlot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SharedLog")
+    }
 }
 
 impl LocalSessionManager {
@@ -62,6 +81,23 @@ impl LocalSessionManager {
         }
     }
 
+    /// Shares every session's streams with other instances through
+    /// `shared` (fork-only): each event is committed there before it is
+    /// sent, a session is owned by one instance at a time, and any instance
+    /// answers a resume from it. See the README's "Running several
+    /// instances".
+    pub fn with_shared_log(self, shared: Arc<dyn SharedLog>) -> Self {
+        Self {
+            shared: Some(SharedSlot(shared)),
+            ..self
+        }
+    }
+
+    /// The shared log, if sessions are shared (fork-only).
+    pub fn shared_log(&self) -> Option<Arc<dyn SharedLog>> {
+        self.shared.as_ref().map(|slot| slot.0.clone())
+    }
+
     /// Bytes all sessions keep for replay now (fork-only).
     pub fn replay_bytes(&self) -> usize {
         self.replay_bytes.get().map_or(0, |meter| meter.used())
@@ -71,6 +107,15 @@ impl LocalSessionManager {
     /// has stopped (an idle or initialize timeout, a crash) is forgotten
     /// here, so that every path answers it as unknown (`404`).
     pub async fn handle(&self, id: &SessionId) -> Option<LocalSessionHandle> {
+        self.present(id)
+            .await
+            .filter(LocalSessionHandle::is_published)
+    }
+
+    /// The session's handle while its worker runs, published or not: a
+    /// restored session is published only once its handshake is replayed,
+    /// and that replay itself comes through here.
+    async fn present(&self, id: &SessionId) -> Option<LocalSessionHandle> {
         let handle = self.sessions.read().await.get(id).cloned()?;
         if handle.is_live() {
             return Some(handle);
@@ -93,6 +138,7 @@ impl LocalSessionManager {
         &self,
         id: SessionId,
         incarnation: Incarnation,
+        mirror: Option<Mirror>,
     ) -> (LocalSessionHandle, SessionTransport) {
         let total = self.session_config.max_replay_bytes_total;
         let process = self.replay_bytes.get_or_init(|| Meter::new(total)).clone();
@@ -102,8 +148,29 @@ impl LocalSessionManager {
             self.event_store.clone(),
             incarnation,
             Some(process),
+            mirror,
         );
         (handle, WorkerTransport::spawn(worker))
+    }
+
+    /// Takes the session's lease in the shared log, if there is one: `Ok(None)`
+    /// without a shared log; an error when another instance owns it.
+    async fn take_ownership(
+        &self,
+        id: &SessionId,
+    ) -> Result<Option<(Mirror, u64)>, LocalSessionManagerError> {
+        let Some(SharedSlot(shared)) = &self.shared else {
+            return Ok(None);
+        };
+        let Some(mirror) = Mirror::start(shared.clone(), id.clone()).await? else {
+            return Err(LocalSessionManagerError::OwnedElsewhere(id.clone()));
+        };
+        let standalone = crate::transport::resumption::StreamId::Standalone;
+        let head = match shared.read(id, standalone, u64::MAX, 1).await?.lookup {
+            crate::transport::resumption::StreamLookup::Found(view) => view.head,
+            _ => 1,
+        };
+        Ok(Some((mirror, head)))
     }
 
     /// Whether resumes are answered from an event store.
@@ -163,7 +230,8 @@ impl SessionManager for LocalSessionManager {
 
     async fn create_session(&self) -> Result<(SessionId, Self::Transport), Self::Error> {
         let id = session_id();
-        let (handle, transport) = self.spawn_session(id.clone(), Incarnation::First);
+        let mirror = self.take_ownership(&id).await?.map(|(mirror, _)| mirror);
+        let (handle, transport) = self.spawn_session(id.clone(), Incarnation::First, mirror);
         self.sessions.write().await.insert(id.clone(), handle);
         Ok((id, transport))
     }
@@ -173,7 +241,11 @@ impl SessionManager for LocalSessionManager {
         id: &SessionId,
         message: ClientJsonRpcMessage,
     ) -> Result<ServerJsonRpcMessage, Self::Error> {
-        Ok(self.live(id).await?.initialize(message).await?)
+        let handle = self
+            .present(id)
+            .await
+            .ok_or_else(|| LocalSessionManagerError::SessionNotFound(id.clone()))?;
+        Ok(handle.initialize(message).await?)
     }
 
     async fn has_session(&self, id: &SessionId) -> Result<bool, Self::Error> {
@@ -181,6 +253,9 @@ impl SessionManager for LocalSessionManager {
     }
 
     async fn close_session(&self, id: &SessionId) -> Result<(), Self::Error> {
+        if let Some(SharedSlot(shared)) = &self.shared {
+            shared.delete(id).await?;
+        }
         let removed = self.sessions.write().await.remove(id);
         if let Some(handle) = removed {
             match handle.close().await {
@@ -207,7 +282,13 @@ impl SessionManager for LocalSessionManager {
         id: &SessionId,
         message: ClientJsonRpcMessage,
     ) -> Result<(), Self::Error> {
-        Ok(self.live(id).await?.push_message(message, None).await?)
+        // A restore's `initialized` notification reaches the session before
+        // it is published; it is what publishes it.
+        let handle = self
+            .present(id)
+            .await
+            .ok_or_else(|| LocalSessionManagerError::SessionNotFound(id.clone()))?;
+        Ok(handle.push_message(message, None).await?)
     }
 
     async fn create_standalone_stream(
@@ -235,18 +316,24 @@ impl SessionManager for LocalSessionManager {
         &self,
         id: SessionId,
     ) -> Result<RestoreOutcome<Self::Transport>, Self::Error> {
-        // Held across the check and the insert: concurrent restores of one id
-        // must not both spawn a worker.
-        let mut sessions = self.sessions.write().await;
-        match sessions.entry(id) {
-            std::collections::hash_map::Entry::Occupied(_) => Ok(RestoreOutcome::AlreadyPresent),
-            std::collections::hash_map::Entry::Vacant(slot) => {
-                let (handle, transport) =
-                    self.spawn_session(slot.key().clone(), Incarnation::Restored);
-                slot.insert(handle);
-                Ok(RestoreOutcome::Restored(transport))
-            }
+        if self.present(&id).await.is_some() {
+            return Ok(RestoreOutcome::AlreadyPresent);
         }
+        // The shared log is asked without the table locked; upstream runs
+        // one restore per id at a time, and the insert below re-checks.
+        let (incarnation, mirror) = match self.take_ownership(&id).await? {
+            Some((mirror, standalone_head)) => {
+                (Incarnation::Shared { standalone_head }, Some(mirror))
+            }
+            None => (Incarnation::Restored, None),
+        };
+        let mut sessions = self.sessions.write().await;
+        if sessions.get(&id).is_some_and(LocalSessionHandle::is_live) {
+            return Ok(RestoreOutcome::AlreadyPresent);
+        }
+        let (handle, transport) = self.spawn_session(id.clone(), incarnation, mirror);
+        sessions.insert(id, handle);
+        Ok(RestoreOutcome::Restored(transport))
     }
 
     #[cfg(not(rmcp_line_1))]

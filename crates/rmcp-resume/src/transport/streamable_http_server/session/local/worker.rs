@@ -3,15 +3,18 @@
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use futures::StreamExt;
 use rmcp_resume_core::log::{Budget, Full, LogReader, Meter, ReaderId, Room, StreamLog, Window};
+use rmcp_resume_core::shared::{Gate, MirrorOp};
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
 use super::compat::{SessionEvent, StreamableHttpMessageReceiver, forward};
 use super::handle::refusal;
+use super::mirror::Mirror;
 use super::routing::{Route, Routes};
 use super::{
     EventId, HttpRequestId, LocalSessionHandle, LocalSessionWorkerError, MAX_SHADOW_STREAMS,
@@ -58,6 +61,7 @@ pub fn create_local_session(
         StoreSlot::default(),
         Incarnation::First,
         None,
+        None,
     )
 }
 
@@ -95,6 +99,13 @@ pub(super) enum Incarnation {
     /// cursor can never name one of its events (a standalone cursor is below
     /// the floor, a request cursor names an unknown stream).
     Restored,
+    /// Restored on top of a shared log: its standalone ids carry on from the
+    /// shared log's head, and its request streams are numbered by the shared
+    /// log, so every id stays unique and the standalone stream contiguous.
+    Shared {
+        /// The shared standalone stream's head.
+        standalone_head: u64,
+    },
 }
 
 impl Incarnation {
@@ -102,6 +113,7 @@ impl Incarnation {
         match self {
             Self::First => 0,
             Self::Restored => restored_base(),
+            Self::Shared { standalone_head } => standalone_head.saturating_sub(1),
         }
     }
 }
@@ -123,6 +135,7 @@ pub(super) fn new_session(
     event_store: StoreSlot,
     incarnation: Incarnation,
     process: Option<Arc<Meter>>,
+    mirror: Option<Mirror>,
 ) -> (LocalSessionHandle, LocalSessionWorker) {
     let base = incarnation.base();
     let (event_tx, event_rx) = mpsc::channel(config.channel_capacity.max(1));
@@ -142,7 +155,12 @@ pub(super) fn new_session(
         room.clone(),
         budget.clone(),
     );
+    let standalone_gate = mirror.as_ref().map(|_| Gate::new(base.saturating_add(1)));
+    let published = Arc::new(AtomicBool::new(incarnation == Incarnation::First));
     let worker = LocalSessionWorker {
+        published: published.clone(),
+        mirror,
+        standalone_gate,
         id: id.clone(),
         config,
         event_store,
@@ -159,7 +177,12 @@ pub(super) fn new_session(
         window,
         budget,
     };
-    (LocalSessionHandle { id, event_tx }, worker)
+    let handle = LocalSessionHandle {
+        id,
+        event_tx,
+        published: published.clone(),
+    };
+    (handle, worker)
 }
 
 #[derive(Debug)]
@@ -168,11 +191,20 @@ struct RequestStream {
     parked: VecDeque<Parked>,
     routes: HashSet<Route>,
     completed_at: Option<Instant>,
+    /// Persist, then send: the commit mark of the shared log, if any.
+    gate: Option<Gate>,
 }
 
 /// Runs one session: routes the handler's messages into stream logs and
 /// serves the HTTP side's requests for connections.
 pub struct LocalSessionWorker {
+    /// Set once the session takes requests (see
+    /// [`LocalSessionHandle::is_published`]).
+    published: Arc<AtomicBool>,
+    /// The session's shared log, when several instances share it.
+    mirror: Option<Mirror>,
+    /// The standalone stream's commit mark, with a shared log.
+    standalone_gate: Option<Gate>,
     id: SessionId,
     config: SessionConfig,
     event_store: StoreSlot,
@@ -213,13 +245,32 @@ impl std::fmt::Debug for LocalSessionWorker {
     }
 }
 
-/// A reader's events as rmcp's SSE messages, each stamped with its id.
-fn events(reader: LogReader<ServerSseMessage>) -> EventStream {
-    Box::pin(reader.map(|logged| {
+/// A reader's events as rmcp's SSE messages, each stamped with its id;
+/// with a shared log, each waits for its commit first.
+fn events(reader: LogReader<ServerSseMessage>, gate: Option<Gate>) -> EventStream {
+    let stamp = |logged: rmcp_resume_core::log::Logged<ServerSseMessage>| {
         let mut event = logged.event;
         event.event_id = Some(logged.id);
         event
-    }))
+    };
+    match gate {
+        None => Box::pin(reader.map(stamp)),
+        Some(gate) => Box::pin(
+            reader
+                .then(move |logged| {
+                    let gate = gate.clone();
+                    async move { gate.committed(logged.index).await.then(|| stamp(logged)) }
+                })
+                .take_while(|event| std::future::ready(event.is_some()))
+                .filter_map(std::future::ready),
+        ),
+    }
+}
+
+/// The JSON a shared log keeps of an event: its message, if it has one.
+fn data_of(event: &ServerSseMessage) -> Option<String> {
+    let message = event.message.as_ref()?;
+    serde_json::to_string(message.as_ref()).ok()
 }
 
 impl LocalSessionWorker {
@@ -236,7 +287,22 @@ impl LocalSessionWorker {
     fn connect_primary(&mut self, log: &Log, position: u64) -> EventStream {
         let id = self.reader();
         log.attach_primary(id, position);
-        events(LogReader::new(log.clone(), id))
+        events(LogReader::new(log.clone(), id), self.gate(log.stream()))
+    }
+
+    /// The commit mark of `stream`, with a shared log.
+    fn gate(&self, stream: StreamId) -> Option<Gate> {
+        match stream {
+            StreamId::Standalone => self.standalone_gate.clone(),
+            StreamId::Request(m) => self.requests.get(&m).and_then(|r| r.gate.clone()),
+        }
+    }
+
+    /// Hands an event now in its log to the shared log, if there is one.
+    fn mirror(&self, stream: StreamId, index: u64, data: Option<String>) {
+        if let (Some(mirror), Some(gate)) = (&self.mirror, self.gate(stream)) {
+            mirror.append(stream, index, data, &gate);
+        }
     }
 
     /// Appends one of the server's own control frames (a priming `retry`),
@@ -244,13 +310,20 @@ impl LocalSessionWorker {
     async fn append(&mut self, log: &Log, event: ServerSseMessage) -> Result<(), SessionError> {
         let id = self.store(log.stream(), &event).await?;
         let weight = weigh(&event);
-        log.append(event, id, weight);
+        let index = log.append(event, id, weight);
+        self.mirror(log.stream(), index, None);
         Ok(())
     }
 
     async fn open_request_stream(&mut self) -> Result<OpenedStream, SessionError> {
-        let m = self.next_http_request_id;
-        self.next_http_request_id = m.wrapping_add(1);
+        let m = match &mut self.mirror {
+            Some(mirror) => mirror.next_stream().await?,
+            None => {
+                let m = self.next_http_request_id;
+                self.next_http_request_id = m.wrapping_add(1);
+                m
+            }
+        };
         if self.requests.contains_key(&m) {
             return Err(SessionError::DuplicatedRequestId(m));
         }
@@ -262,9 +335,6 @@ impl LocalSessionWorker {
             self.room.clone(),
             self.budget.clone(),
         );
-        if let Some(retry) = self.config.sse_retry {
-            self.append(&log, crate::line::retry_hint(retry)).await?;
-        }
         self.requests.insert(
             m,
             RequestStream {
@@ -272,8 +342,15 @@ impl LocalSessionWorker {
                 parked: VecDeque::new(),
                 routes: HashSet::new(),
                 completed_at: None,
+                gate: self.mirror.as_ref().map(|_| Gate::new(0)),
             },
         );
+        if let Some(retry) = self.config.sse_retry {
+            if let Err(error) = self.append(&log, crate::line::retry_hint(retry)).await {
+                self.requests.remove(&m);
+                return Err(error);
+            }
+        }
         let stream = self.connect_primary(&log, 0);
         Ok(OpenedStream {
             http_request_id: Some(m),
@@ -291,7 +368,10 @@ impl LocalSessionWorker {
         if start.is_none() {
             tracing::debug!(session_id = %self.id, "standalone stream already live; opening a shadow");
         }
-        let stream = events(LogReader::new(self.standalone.clone(), id));
+        let stream = events(
+            LogReader::new(self.standalone.clone(), id),
+            self.standalone_gate.clone(),
+        );
         OpenedStream {
             http_request_id: None,
             stream,
@@ -379,6 +459,7 @@ impl LocalSessionWorker {
     /// let it in (evicting the session's oldest retained events for bytes);
     /// hands it back when it must wait for a reader.
     fn try_admit(&mut self, stream: StreamId, parked: Parked) -> Result<(), Parked> {
+        let data = self.mirror.as_ref().and_then(|_| data_of(&parked.event));
         if !self.make_room(stream, parked.weight) {
             self.budget.set_starved(true);
             return Err(parked);
@@ -392,7 +473,8 @@ impl LocalSessionWorker {
             return Ok(());
         };
         match log.try_append(parked.event, parked.id, parked.weight) {
-            Ok(_) => {
+            Ok(index) => {
+                self.mirror(stream, index, data);
                 self.admitted(stream, parked.completes, parked.responder);
                 Ok(())
             }
@@ -575,6 +657,9 @@ impl LocalSessionWorker {
     fn complete(&mut self, m: HttpRequestId) {
         if let Some(stream) = self.requests.get_mut(&m) {
             stream.log.finish();
+            if let (Some(mirror), None) = (&self.mirror, stream.completed_at) {
+                mirror.write(MirrorOp::Finish { stream: m });
+            }
             if stream.completed_at.is_none() {
                 let now = Instant::now();
                 stream.completed_at = Some(now);
@@ -587,6 +672,16 @@ impl LocalSessionWorker {
     fn register(&mut self, message: &ClientJsonRpcMessage, m: HttpRequestId) {
         if let Some(stream) = self.requests.get_mut(&m) {
             stream.routes.extend(self.routes.register(message, m));
+        }
+        if let (Some(mirror), crate::model::JsonRpcMessage::Request(request)) =
+            (&self.mirror, message)
+        {
+            if let Ok(request_id) = serde_json::to_string(&request.id) {
+                mirror.write(MirrorOp::Open {
+                    stream: m,
+                    request_id,
+                });
+            }
         }
     }
 
@@ -634,6 +729,9 @@ impl LocalSessionWorker {
                 message,
                 http_request_id,
             } => {
+                // The first message after `initialize` (a restore's replayed
+                // `initialized`) publishes a restored session.
+                self.published.store(true, Ordering::Release);
                 if let Some(m) = http_request_id {
                     self.register(&message, m);
                 }
@@ -773,6 +871,7 @@ impl Worker for LocalSessionWorker {
 
         let idle = self.config.keep_alive.unwrap_or(Duration::MAX);
         let ct = context.cancellation_token.clone();
+        let lost = self.mirror.as_ref().map(Mirror::lost);
         loop {
             self.evict_expired();
             let parked = !self.waiting.is_empty();
@@ -805,6 +904,13 @@ impl Worker for LocalSessionWorker {
                 // Answered streams expire on time, even in a quiet session.
                 _ = tokio::time::sleep_until(expiry.unwrap_or_else(Instant::now)), if expiry.is_some() => {}
                 _ = ct.cancelled() => return Err(WorkerQuitReason::Cancelled),
+                _ = async { match &lost {
+                    Some(lost) => lost.cancelled().await,
+                    None => std::future::pending().await,
+                } } => return Err(WorkerQuitReason::fatal(
+                    LocalSessionWorkerError::OwnershipLost,
+                    "writing the shared log",
+                )),
                 _ = tokio::time::sleep(idle) => return Err(WorkerQuitReason::IdleTimeout(idle)),
             }
         }
