@@ -38,6 +38,7 @@ impl SessionKeys {
     }
 
     /// The session's `SessionState`, as JSON.
+    #[cfg_attr(not(feature = "rmcp"), allow(dead_code))]
     pub(crate) fn state(&self) -> String {
         format!("{}state", self.base)
     }

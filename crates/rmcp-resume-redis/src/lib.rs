@@ -47,6 +47,8 @@ mod keys;
 pub mod lease;
 mod log;
 mod scripts;
+#[cfg(feature = "rmcp")]
+mod session_store;
 mod shared;
 mod tail;
 
@@ -54,5 +56,7 @@ pub use config::RedisLogConfig;
 pub use error::RedisLogError;
 pub use lease::{INSTANCE_LOST_ERROR, Lease, LeaseOutcome};
 pub use log::{Appended, RedisLog, SessionLog, Snapshot, StoredEvent, Write};
+#[cfg(feature = "rmcp")]
+pub use session_store::RedisSessionStore;
 pub use shared::RedisShared;
 pub use tail::TailError;

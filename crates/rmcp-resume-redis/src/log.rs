@@ -88,6 +88,12 @@ impl RedisLog {
     fn conn(&self) -> ConnectionManager {
         self.inner.conn.clone()
     }
+
+    /// The shared connection, for commands of this crate's other parts.
+    #[cfg_attr(not(feature = "rmcp"), allow(dead_code))]
+    pub(crate) fn connection(&self) -> ConnectionManager {
+        self.conn()
+    }
 }
 
 /// An event as the log keeps it.

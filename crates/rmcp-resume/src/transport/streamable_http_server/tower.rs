@@ -46,6 +46,7 @@ use upstream::transport::streamable_http_server::tower as up;
 mod get;
 mod request;
 mod responses;
+mod shared;
 mod stats;
 #[cfg(test)]
 mod tests;

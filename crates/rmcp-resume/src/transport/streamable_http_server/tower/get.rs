@@ -90,6 +90,13 @@ impl<S: crate::ServerHandler + Send + 'static, M: SessionManager> StreamableHttp
             Err(error) => return internal_error("check session", &error),
         };
         if !present {
+            // With a shared log, a session run elsewhere is answered from it,
+            // without restoring it here.
+            if let Some(shared) = local_manager(self.session_manager.as_ref())
+                .and_then(LocalSessionManager::shared_log)
+            {
+                return self.shared_get(shared, &session, cursor).await;
+            }
             if self.config.session_store.is_none() {
                 if cursor.is_some() {
                     self.telemetry.count(Counter::SessionLost);
@@ -183,7 +190,7 @@ impl<S: crate::ServerHandler + Send + 'static, M: SessionManager> StreamableHttp
 
     /// The HTTP answer, counter and log line for a planned resume: one
     /// `match` on the plan's answer.
-    fn answer(&self, session: &SessionId, resumption: Resumption) -> BoxResponse {
+    pub(super) fn answer(&self, session: &SessionId, resumption: Resumption) -> BoxResponse {
         let cursor = resumption.cursor;
         let raw = cursor.to_string();
         match resumption.answer {
@@ -284,7 +291,7 @@ impl<S: crate::ServerHandler + Send + 'static, M: SessionManager> StreamableHttp
         cursor_error(&message, cursor, floor)
     }
 
-    fn sse(
+    pub(super) fn sse(
         &self,
         frames: impl futures::Stream<Item = sse_stream::Sse> + Send + Sync + 'static,
         floor: Option<String>,

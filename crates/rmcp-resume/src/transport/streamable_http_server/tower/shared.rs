@@ -1,0 +1,150 @@
+//! `GET` on an instance that does not run the session: answered from the
+//! shared log with the same [`plan`] as in-process, then live from it.
+
+use std::sync::Arc;
+
+use futures::StreamExt;
+use rmcp_resume_core::shared::{SharedEvent, SharedLog, SharedLogError};
+
+use super::StreamableHttpService;
+use super::responses::{BoxResponse, cursor_error, frame, not_found};
+use super::stats::Counter;
+use crate::line::EventStream;
+use crate::model::ServerJsonRpcMessage;
+use crate::transport::resumption::{EventCursor, StreamId, StreamLookup, plan};
+use crate::transport::streamable_http_server::session::local::Resumption;
+use crate::transport::streamable_http_server::session::{
+    ServerSseMessage, SessionId, SessionManager,
+};
+
+/// The shared log's events of `stream` from `from` on, as rmcp's SSE
+/// messages with the ids the owner gave them. The stream ends, rather than
+/// skip, when an event it needs was trimmed or the session is gone: the
+/// client's next resume is then refused or noticed, never silently short.
+fn remote_events(
+    shared: &Arc<dyn SharedLog>,
+    session: &SessionId,
+    stream: StreamId,
+    from: u64,
+) -> EventStream {
+    let session_id = session.clone();
+    let mut tail = shared.tail(session, stream, from);
+    // A backend's tail need not be `Sync`, which rmcp's event stream must
+    // be: a task drives it into a channel, and ends when the reader goes.
+    let (tx, rx) = tokio::sync::mpsc::channel(64);
+    tokio::spawn(async move {
+        while let Some(item) = tail.next().await {
+            if tx.send(item).await.is_err() {
+                break;
+            }
+        }
+    });
+    let items = futures::stream::unfold(rx, |mut rx| async move {
+        let item = rx.recv().await?;
+        Some((item, rx))
+    });
+    Box::pin(
+        items
+            .take_while(move |item| {
+                if let Err(error) = item {
+                    tracing::debug!(session_id = %session_id, ?stream, %error, "remote tail ended");
+                }
+                std::future::ready(item.is_ok())
+            })
+            .filter_map(move |item| std::future::ready(item.ok().and_then(|e| message(stream, e)))),
+    )
+}
+
+/// One stored event as an SSE message; `None` (and a debug line) for data
+/// that is not a server message, which only a foreign writer could store.
+fn message(stream: StreamId, event: SharedEvent) -> Option<ServerSseMessage> {
+    let id = stream.event(event.index).to_string();
+    match event.data {
+        Some(data) => match serde_json::from_str::<ServerJsonRpcMessage>(&data) {
+            Ok(message) => Some(ServerSseMessage::new(id, message)),
+            Err(error) => {
+                tracing::debug!(%error, "shared log event is not a server message");
+                None
+            }
+        },
+        // A frame without data (a priming or retry frame) keeps its id, so
+        // the client's cursor moves exactly as it did on the owner.
+        None => {
+            let mut frame = crate::line::retry_hint(std::time::Duration::ZERO);
+            frame.retry = None;
+            frame.event_id = Some(id);
+            Some(frame)
+        }
+    }
+}
+
+impl<S: crate::ServerHandler + Send + 'static, M: SessionManager> StreamableHttpService<S, M> {
+    /// A `GET` for a session this instance does not run, answered from the
+    /// shared log: a fresh standalone stream from its head, or a resume.
+    pub(super) async fn shared_get(
+        &self,
+        shared: Arc<dyn SharedLog>,
+        session: &SessionId,
+        cursor: Option<EventCursor>,
+    ) -> BoxResponse {
+        let Some(cursor) = cursor else {
+            return self.shared_fresh(shared, session).await;
+        };
+        let raw = cursor.to_string();
+        let Some(id) = cursor.as_rmcp() else {
+            self.telemetry.count(Counter::Rejected);
+            let message =
+                format!("malformed Last-Event-ID {raw:?}: not an event id of this server");
+            return cursor_error(&message, &raw, None);
+        };
+        let stream = id.stream_id();
+        let lookup = match shared.read(session, stream, 0, 1).await {
+            Ok(snapshot) => snapshot.lookup,
+            Err(error) => return unavailable(&error),
+        };
+        let answer = plan(lookup, id);
+        let events = answer
+            .start()
+            .map(|from| remote_events(&shared, session, stream, from));
+        let resumption = Resumption {
+            cursor: id,
+            answer,
+            stream: events,
+        };
+        self.answer(session, resumption)
+    }
+
+    async fn shared_fresh(&self, shared: Arc<dyn SharedLog>, session: &SessionId) -> BoxResponse {
+        let standalone = StreamId::Standalone;
+        let head = match shared.read(session, standalone, u64::MAX, 1).await {
+            Ok(snapshot) => match snapshot.lookup {
+                StreamLookup::Found(view) => view.head,
+                StreamLookup::SessionLost | StreamLookup::UnknownStream => {
+                    self.telemetry.count(Counter::SessionLost);
+                    return not_found();
+                }
+            },
+            Err(error) => return unavailable(&error),
+        };
+        let priming = self.config.sse_retry.map(|retry| {
+            ServerSseMessage::priming(standalone.event(head.saturating_sub(1)).to_string(), retry)
+        });
+        let events = remote_events(&shared, session, standalone, head);
+        let frames = futures::stream::iter(priming).chain(events).map(frame);
+        self.sse(frames, None)
+    }
+}
+
+/// The shared log could not be read: a clear `503`, never an empty `200`.
+fn unavailable(error: &SharedLogError) -> BoxResponse {
+    match error {
+        SharedLogError::Gone => not_found(),
+        other => {
+            tracing::debug!(error = %other, "shared log unavailable");
+            super::responses::plain(
+                http::StatusCode::SERVICE_UNAVAILABLE,
+                &format!("Service Unavailable: the shared replay log cannot be read: {other}"),
+            )
+        }
+    }
+}
