@@ -2,6 +2,12 @@
 //! API only: `cargo run --example server`, then point any MCP client at
 //! `http://127.0.0.1:8000/mcp`.
 //!
+//! Options: `--bind ADDR` (default `127.0.0.1:8000`; port `0` picks one,
+//! and the URL is printed on stdout), and `--redis URL` to run as one of
+//! several instances sharing their sessions' streams on Redis (fork; see
+//! the README's "Running several instances"), with `--lease-ms N` for the
+//! ownership lease.
+//!
 //! An application on upstream rmcp 3.11.0 looks exactly like this; with the
 //! dependency renamed (`rmcp = { package = "rmcp-resume", … }`) it gets the
 //! fork's resumption. The knobs marked "fork" below exist only in the fork;
@@ -15,13 +21,24 @@ use rmcp::model::{ProgressNotificationParam, RequestMetaObject, ServerCapabiliti
 use rmcp::transport::streamable_http_server::session::local::{LocalSessionManager, SessionConfig};
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{Peer, RoleServer, ServerHandler, schemars, tool, tool_handler, tool_router};
+use rmcp_resume_redis::{RedisLog, RedisLogConfig, RedisSessionStore, RedisShared};
 use tokio_util::sync::CancellationToken;
+
+/// Arguments of `announce`.
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+struct Announce {
+    /// How many notifications.
+    n: u32,
+}
 
 /// Arguments of `count_to`.
 #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
 struct CountTo {
     /// The last number.
     n: u32,
+    /// Milliseconds between numbers (default 100).
+    #[serde(default)]
+    interval_ms: Option<u64>,
 }
 
 /// The tools.
@@ -45,10 +62,11 @@ impl Counter {
         &self,
         meta: RequestMetaObject,
         peer: Peer<RoleServer>,
-        Parameters(CountTo { n }): Parameters<CountTo>,
+        Parameters(CountTo { n, interval_ms }): Parameters<CountTo>,
     ) -> String {
+        let interval = Duration::from_millis(interval_ms.unwrap_or(100));
         for i in 1..=n {
-            tokio::time::sleep(Duration::from_millis(100)).await;
+            tokio::time::sleep(interval).await;
             if let Some(token) = meta.get_progress_token() {
                 let progress =
                     ProgressNotificationParam::new(token, f64::from(i)).with_total(f64::from(n));
@@ -57,13 +75,45 @@ impl Counter {
         }
         format!("counted to {n}")
     }
+
+    /// Notifications on the session's standalone stream (the GET), not on
+    /// the call's own stream.
+    #[tool(
+        description = "Send n resource-list-changed notifications to the session's standalone stream"
+    )]
+    async fn announce(
+        &self,
+        peer: Peer<RoleServer>,
+        Parameters(Announce { n }): Parameters<Announce>,
+    ) -> String {
+        for _ in 0..n {
+            let _ = peer.notify_resource_list_changed().await;
+        }
+        format!("announced {n}")
+    }
 }
 
 #[tool_handler(router = self.tool_router)]
 impl ServerHandler for Counter {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_resources()
+                .build(),
+        )
     }
+}
+
+/// The value after `name` on the command line.
+fn option(name: &str) -> Option<String> {
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        if arg == name {
+            return args.next();
+        }
+    }
+    None
 }
 
 #[tokio::main]
@@ -83,25 +133,46 @@ async fn main() -> anyhow::Result<()> {
     session.completed_cache_ttl = Duration::from_secs(60);
     // fork: answered request streams kept per session at most.
     session.max_completed_streams = 256;
+    // fork: `--window N` keeps exactly the last N events of each stream.
+    if let Some(window) = option("--window") {
+        session.channel_capacity = window.parse()?;
+        session.max_replay_events = session.channel_capacity;
+    }
     let mut manager = LocalSessionManager::default();
-    manager.session_config = session;
+    manager.session_config = session.clone();
 
     let ct = CancellationToken::new();
-    let config = StreamableHttpServerConfig::default()
+    let mut config = StreamableHttpServerConfig::default()
         // Sent in every priming event: how long a client waits before it
         // resumes a stream the server closed.
         .with_sse_retry(Some(Duration::from_secs(3)))
         // Keep-alive comments, shorter than any proxy's idle timeout.
         .with_sse_keep_alive(Some(Duration::from_secs(15)))
         .with_cancellation_token(ct.child_token());
+    // fork: several instances share their sessions on Redis. Resumes are
+    // answered by any instance; POSTs go to the session's owner.
+    if let Some(url) = option("--redis") {
+        // The same window per stream as in-process: every instance finds
+        // the same floor.
+        let mut shared = RedisLogConfig::matching(&session);
+        if let Some(lease) = option("--lease-ms") {
+            shared.lease = Duration::from_millis(lease.parse()?);
+        }
+        let log = RedisLog::connect(&url, shared).await?;
+        manager = manager.with_shared_log(Arc::new(RedisShared::for_this_process(log.clone())));
+        config.session_store = Some(Arc::new(RedisSessionStore::new(log)));
+    }
     let service = StreamableHttpService::new(|| Ok(Counter::new()), Arc::new(manager), config);
     // fork: how resumes were answered (replayed, fell back, refused, lost).
     let stats = service.clone();
 
     let router = axum::Router::new().nest_service("/mcp", service);
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:8000").await?;
+    let bind = option("--bind").unwrap_or_else(|| "127.0.0.1:8000".to_owned());
+    let listener = tokio::net::TcpListener::bind(&bind).await?;
+    let url = format!("http://{}/mcp", listener.local_addr()?);
+    println!("listening {url}");
     tracing::info!(
-        url = %format!("http://{}/mcp", listener.local_addr()?),
+        %url,
         fork = rmcp::fork::PACKAGE,
         upstream = rmcp::fork::UPSTREAM_VERSION,
         "serving; Ctrl-C to stop"

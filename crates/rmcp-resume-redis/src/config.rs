@@ -52,6 +52,26 @@ impl RedisLogConfig {
     }
 }
 
+#[cfg(feature = "rmcp")]
+impl RedisLogConfig {
+    /// The defaults, with the same window and byte cap per stream as the
+    /// in-process logs of sessions configured by `session`, so that a resume
+    /// finds the same floor on every instance.
+    pub fn matching(
+        session: &rmcp::transport::streamable_http_server::session::local::SessionConfig,
+    ) -> Self {
+        Self {
+            window: Window::new(
+                session.channel_capacity,
+                session.max_replay_events,
+                session.effective_replay_retention(),
+            ),
+            max_stream_bytes: session.max_replay_bytes,
+            ..Self::default()
+        }
+    }
+}
+
 /// Milliseconds, as Redis takes them; at least 1.
 pub(crate) fn millis(duration: Duration) -> u64 {
     u64::try_from(duration.as_millis())

@@ -1,7 +1,5 @@
 //! The shared log against a real redis-server.
 
-mod support;
-
 use std::collections::HashSet;
 use std::time::Duration;
 
@@ -13,7 +11,7 @@ use rmcp_resume_core::resumption::{
 use rmcp_resume_redis::{
     INSTANCE_LOST_ERROR, LeaseOutcome, RedisLog, RedisLogConfig, RedisLogError, TailError,
 };
-use support::RedisServer;
+use rmcp_resume_testkit::redis::RedisServer;
 
 const LIMIT: Duration = Duration::from_secs(20);
 

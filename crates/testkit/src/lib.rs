@@ -11,6 +11,7 @@
 //! | [`progress`] | a client handler recording every progress value |
 //! | [`proxy`] | a TCP proxy that cuts connections on demand or at random (seeded) |
 //! | [`raw`] | a raw MCP session over HTTP, reading SSE frame by frame |
+//! | [`redis`](mod@redis) | a redis-server of the test's own, and the `server` example as separate instances sharing it |
 //! | [`scenario`] | the cut-call scenario, run the same way on both sides |
 //! | [`soak`] | the churn soak (streamed calls, bursts, a standalone ticker, random cuts), tallied the same way on both sides |
 //! | [`store`] | a session store in memory, for restores |
@@ -24,6 +25,7 @@ pub mod misbehaving;
 pub mod progress;
 pub mod proxy;
 pub mod raw;
+pub mod redis;
 pub mod scenario;
 pub mod server;
 pub mod soak;

@@ -1,0 +1,203 @@
+//! A redis-server of the test's own, and server instances sharing it.
+//!
+//! [`RedisServer`] listens on a Unix socket in a temp dir, with no TCP port
+//! and persistence off, and is killed when dropped. [`Instance`] runs the
+//! `server` example as its own process with `--redis`, so a test can kill,
+//! pause and resume it.
+
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+/// A redis-server process.
+pub struct RedisServer {
+    child: Child,
+    dir: PathBuf,
+}
+
+impl RedisServer {
+    /// Starts one and returns once it accepts connections (at most 10 s).
+    pub fn start() -> Self {
+        let dir = std::env::temp_dir().join(format!(
+            "rmcp-resume-redis-{}-{}",
+            std::process::id(),
+            unique()
+        ));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        let socket = dir.join("redis.sock");
+        let mut child = Command::new(redis_binary())
+            .args(["--port", "0", "--unixsocket"])
+            .arg(&socket)
+            .args(["--save", "", "--appendonly", "no", "--daemonize", "no"])
+            .args(["--maxmemory-policy", "noeviction", "--dir"])
+            .arg(&dir)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("redis-server (the Debian package redis-server) must be installed");
+        let stdout = child.stdout.take().expect("piped stdout");
+        let (ready_tx, ready_rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if line.contains("ready to accept connections") {
+                    let _ = ready_tx.send(());
+                }
+            }
+        });
+        ready_rx
+            .recv_timeout(Duration::from_secs(10))
+            .expect("redis-server did not get ready within 10 s");
+        Self { child, dir }
+    }
+
+    /// The URL of its socket.
+    pub fn url(&self) -> String {
+        format!("unix://{}", self.dir.join("redis.sock").display())
+    }
+
+    /// Kills it (SIGKILL) and waits for it to be gone.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        self.kill();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn redis_binary() -> PathBuf {
+    std::env::var_os("REDIS_SERVER")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("redis-server"))
+}
+
+fn unique() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    NEXT.fetch_add(1, Ordering::Relaxed)
+}
+
+/// The `server` example, running as its own process on a shared Redis.
+pub struct Instance {
+    child: Child,
+    /// Its `/mcp` URL.
+    pub url: String,
+    /// Lines it logged.
+    logs: mpsc::Receiver<String>,
+}
+
+impl Instance {
+    /// Starts `server` (a path to the example's binary) on 127.0.0.1, port
+    /// 0, sharing `redis`, with a lease of `lease`; returns once it listens
+    /// (at most 30 s).
+    pub fn start(server: &std::path::Path, redis: &RedisServer, lease: Duration) -> Self {
+        Self::start_with(server, redis, lease, &[])
+    }
+
+    /// [`start`](Self::start), with more command-line arguments.
+    pub fn start_with(
+        server: &std::path::Path,
+        redis: &RedisServer,
+        lease: Duration,
+        args: &[&str],
+    ) -> Self {
+        let mut child = Command::new(server)
+            .args(args)
+            .args(["--bind", "127.0.0.1:0", "--redis"])
+            .arg(redis.url())
+            .arg("--lease-ms")
+            .arg(lease.as_millis().to_string())
+            .env("RUST_LOG", "info")
+            .env("NO_COLOR", "1")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start the server example");
+        let stdout = child.stdout.take().expect("piped stdout");
+        let stderr = child.stderr.take().expect("piped stderr");
+        let (url_tx, url_rx) = mpsc::channel();
+        let (log_tx, logs) = mpsc::channel();
+        // Its logs go to stdout (tracing's default) or stderr: both are read.
+        let stdout_logs = log_tx.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if let Some(url) = line.strip_prefix("listening ") {
+                    let _ = url_tx.send(url.to_owned());
+                }
+                let _ = stdout_logs.send(line);
+            }
+        });
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines() {
+                let Ok(line) = line else { break };
+                let _ = log_tx.send(line);
+            }
+        });
+        let url = url_rx
+            .recv_timeout(Duration::from_secs(30))
+            .expect("the server example did not listen within 30 s");
+        Self { child, url, logs }
+    }
+
+    /// Waits (at most `limit`) for a logged line containing `needle`.
+    pub fn logged(&self, needle: &str, limit: Duration) -> Option<String> {
+        let deadline = std::time::Instant::now() + limit;
+        loop {
+            let left = deadline.checked_duration_since(std::time::Instant::now())?;
+            match self.logs.recv_timeout(left) {
+                Ok(line) if line.contains(needle) => return Some(line),
+                Ok(_) => {}
+                Err(_) => return None,
+            }
+        }
+    }
+
+    /// Sends the process `signal` (`KILL`, `STOP`, `CONT`).
+    pub fn signal(&mut self, signal: &str) {
+        let status = Command::new("kill")
+            .arg(format!("-{signal}"))
+            .arg(self.child.id().to_string())
+            .status()
+            .expect("kill");
+        assert!(status.success(), "kill -{signal} failed");
+        if signal == "KILL" {
+            let _ = self.child.wait();
+        }
+    }
+}
+
+impl Drop for Instance {
+    fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .arg("-CONT")
+            .arg(self.child.id().to_string())
+            .status();
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The `server` example's binary, built beside the test binaries (cargo
+/// builds examples with the tests).
+pub fn server_example() -> std::path::PathBuf {
+    let exe = std::env::current_exe().expect("current exe");
+    let debug = exe
+        .parent()
+        .and_then(|deps| deps.parent())
+        .expect("target/<profile>/deps");
+    let path = debug.join("examples").join("server");
+    assert!(
+        path.exists(),
+        "{} is missing: build it with `cargo build --example server`",
+        path.display()
+    );
+    path
+}

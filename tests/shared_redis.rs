@@ -1,0 +1,334 @@
+//! Several instances on one Redis: the `server` example runs as two
+//! processes (A and B) sharing a redis-server the test starts itself. POSTs
+//! go to the session's owner (A); resumes land on either.
+
+use std::time::{Duration, Instant};
+
+use rmcp::transport::resumption::{EventCursor, REPLAY_NOTICE_EVENT};
+use rmcp_resume_testkit::raw::{Frame, RawSession, SseReader};
+use rmcp_resume_testkit::redis::{Instance, RedisServer, server_example};
+use serde_json::json;
+
+/// The lease: short, so that a dead owner is replaced quickly.
+const LEASE: Duration = Duration::from_millis(1000);
+
+struct Cluster {
+    redis: RedisServer,
+    a: Instance,
+    b: Instance,
+}
+
+/// Each stream keeps its last 16 events, on every instance.
+const WINDOW: &str = "16";
+
+fn cluster() -> Cluster {
+    let redis = RedisServer::start();
+    let server = server_example();
+    let args = ["--window", WINDOW];
+    let a = Instance::start_with(&server, &redis, LEASE, &args);
+    let b = Instance::start_with(&server, &redis, LEASE, &args);
+    Cluster { redis, a, b }
+}
+
+/// `(index, stream)` of an `N/M` id.
+fn position(frame: &Frame) -> Option<(u64, Option<u64>)> {
+    let id = EventCursor::parse(frame.id.as_deref()?).ok()?;
+    let id = id.as_rmcp()?;
+    Some((id.index, id.stream))
+}
+
+/// Reads a call's stream until `count` progress notifications arrived;
+/// returns the last event id and the progress values seen.
+async fn read_progress(reader: &mut SseReader, count: usize) -> (String, Vec<f64>) {
+    let mut seen = Vec::new();
+    let mut last = None;
+    while seen.len() < count {
+        let frame = reader
+            .next()
+            .await
+            .expect("a frame in time")
+            .expect("more frames");
+        if frame.id.is_some() {
+            last = frame.id.clone();
+        }
+        if let Some(progress) = frame.json().and_then(|j| j["params"]["progress"].as_f64()) {
+            seen.push(progress);
+        }
+    }
+    (last.expect("an event id"), seen)
+}
+
+/// Every frame that carries an id, in order, with the frames' JSON.
+fn events(frames: &[Frame]) -> Vec<(u64, serde_json::Value)> {
+    frames
+        .iter()
+        .filter(|f| f.event.as_deref() != Some(REPLAY_NOTICE_EVENT))
+        .filter_map(|f| Some((position(f)?.0, f.json().unwrap_or_default())))
+        .collect()
+}
+
+#[tokio::test]
+async fn a_call_cut_on_a_resumes_on_b_with_exact_replay_then_a_live_events() {
+    let cluster = cluster();
+    let mut on_a = RawSession::open(&cluster.a.url)
+        .await
+        .expect("session on A");
+    let (id, response) = on_a
+        .call("count_to", json!({ "n": 30 }), true)
+        .await
+        .expect("call");
+    let mut reader = SseReader::new(response);
+    let (cursor, before) = read_progress(&mut reader, 5).await;
+    drop(reader); // the cut
+
+    let on_b = on_a.at(&cluster.b.url);
+    let resumed = on_b.resume(&cursor).await.expect("resume on B");
+    assert_eq!(resumed.status(), 200);
+    let frames = SseReader::new(resumed).collect().await.expect("frames");
+    let notice = frames[0].json().expect("the notice first");
+    assert_eq!(frames[0].event.as_deref(), Some(REPLAY_NOTICE_EVENT));
+    assert_eq!(notice["complete"], true, "{notice}");
+
+    let replayed = events(&frames);
+    let (from, _) = position(&Frame {
+        id: Some(cursor.clone()),
+        ..frames[0].clone()
+    })
+    .expect("cursor");
+    let indices: Vec<u64> = replayed.iter().map(|(i, _)| *i).collect();
+    let expected: Vec<u64> = (from + 1..from + 1 + indices.len() as u64).collect();
+    assert_eq!(indices, expected, "strictly after the cursor, contiguous");
+    let progress: Vec<f64> = replayed
+        .iter()
+        .filter_map(|(_, j)| j["params"]["progress"].as_f64())
+        .collect();
+    let all: Vec<f64> = before.iter().chain(&progress).copied().collect();
+    assert_eq!(
+        all,
+        (1..=30).map(f64::from).collect::<Vec<_>>(),
+        "no gap, no duplicate"
+    );
+    let (_, last) = replayed.last().expect("the response");
+    assert_eq!(last["id"], id);
+    assert_eq!(last["result"]["content"][0]["text"], "counted to 30");
+}
+
+#[tokio::test]
+async fn kill_9_of_the_owner_mid_call_ends_the_call_with_the_terminal_error() {
+    let mut cluster = cluster();
+    let mut on_a = RawSession::open(&cluster.a.url)
+        .await
+        .expect("session on A");
+    let (id, response) = on_a
+        .call("count_to", json!({ "n": 200 }), true)
+        .await
+        .expect("call");
+    let mut reader = SseReader::new(response);
+    let (cursor, before) = read_progress(&mut reader, 3).await;
+    cluster.a.signal("KILL");
+    let killed = Instant::now();
+
+    let on_b = on_a.at(&cluster.b.url);
+    let resumed = on_b.resume(&cursor).await.expect("resume on B");
+    assert_eq!(resumed.status(), 200);
+    let frames = SseReader::new(resumed)
+        .collect()
+        .await
+        .expect("the stream ends");
+    let waited = killed.elapsed();
+    let replayed = events(&frames);
+    let (_, last) = replayed.last().expect("a terminal event");
+    assert_eq!(last["id"], id, "{last}");
+    assert_eq!(
+        last["error"]["message"],
+        "server instance lost; outcome unknown"
+    );
+    let progress: Vec<f64> = replayed
+        .iter()
+        .filter_map(|(_, j)| j["params"]["progress"].as_f64())
+        .collect();
+    let all: Vec<f64> = before.iter().chain(&progress).copied().collect();
+    let expected: Vec<f64> = (1..=all.len()).map(|n| n as f64).collect();
+    assert_eq!(all, expected, "the retained events, in order, none twice");
+    assert!(
+        waited < LEASE + Duration::from_secs(3),
+        "the caller learned after {waited:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_cursor_below_the_floor_gets_the_same_400_and_floor_from_a_and_b() {
+    let cluster = cluster();
+    let mut on_a = RawSession::open(&cluster.a.url)
+        .await
+        .expect("session on A");
+    // More events than either window keeps.
+    let (_, response) = on_a
+        .call("count_to", json!({ "n": 40, "interval_ms": 1 }), true)
+        .await
+        .expect("call");
+    let frames = SseReader::new(response).collect().await.expect("the call");
+    let (_, stream) = frames.iter().find_map(position).expect("an id");
+    let stream = stream.expect("a request stream");
+    let cursor = format!("1/{stream}");
+    let mut answers = Vec::new();
+    for session in [on_a.at(&cluster.a.url), on_a.at(&cluster.b.url)] {
+        let response = session.resume(&cursor).await.expect("resume");
+        let status = response.status();
+        let body: serde_json::Value = response.json().await.expect("a JSON error");
+        answers.push((status, body["error"]["data"].clone()));
+    }
+    assert_eq!(answers[0].0, 400, "{answers:?}");
+    // 40 progress events, the priming event and the response: 42 events,
+    // the last 16 retained.
+    let floor = format!("26/{stream}");
+    assert_eq!(answers[0].1, json!({ "cursor": cursor, "floor": floor }));
+    assert_eq!(answers[0], answers[1], "A and B answer alike");
+}
+
+#[tokio::test]
+async fn a_standalone_notification_sent_by_a_is_read_on_b_with_contiguous_ids() {
+    let cluster = cluster();
+    let mut on_a = RawSession::open(&cluster.a.url)
+        .await
+        .expect("session on A");
+    let on_b = on_a.at(&cluster.b.url);
+    let get = on_b.get(None).await.expect("GET on B");
+    assert_eq!(get.status(), 200);
+    let mut standalone = SseReader::new(get);
+    let priming = standalone.next().await.expect("in time").expect("priming");
+    let (primed, _) = position(&priming).expect("a priming id");
+
+    let (_, call) = on_a
+        .call("announce", json!({ "n": 5 }), false)
+        .await
+        .expect("call");
+    SseReader::new(call).collect().await.expect("the call");
+    let mut ids = Vec::new();
+    while ids.len() < 5 {
+        let frame = standalone
+            .next()
+            .await
+            .expect("in time")
+            .expect("a notification");
+        if let Some((index, None)) = position(&frame) {
+            assert_eq!(
+                frame.json().expect("json")["method"],
+                "notifications/resources/list_changed"
+            );
+            ids.push(index);
+        }
+    }
+    assert_eq!(ids, (primed + 1..primed + 6).collect::<Vec<_>>());
+
+    // And a resume on A from B's last id finds nothing twice.
+    drop(standalone);
+    let resumed = on_a.resume(&ids[2].to_string()).await.expect("resume on A");
+    assert_eq!(resumed.status(), 200);
+    let mut reader = SseReader::new(resumed);
+    let notice = reader.next().await.expect("in time").expect("notice");
+    assert_eq!(notice.event.as_deref(), Some(REPLAY_NOTICE_EVENT));
+    let mut replayed = Vec::new();
+    while replayed.len() < 2 {
+        let frame = reader.next().await.expect("in time").expect("an event");
+        if let Some((index, None)) = position(&frame) {
+            replayed.push(index);
+        }
+    }
+    assert_eq!(replayed, ids[3..].to_vec());
+}
+
+#[tokio::test]
+async fn a_paused_owner_taken_over_never_gets_its_late_events_to_a_client() {
+    let mut cluster = cluster();
+    let mut on_a = RawSession::open(&cluster.a.url)
+        .await
+        .expect("session on A");
+    let (id, response) = on_a
+        .call("count_to", json!({ "n": 200 }), true)
+        .await
+        .expect("call");
+    let mut on_a_stream = SseReader::new(response);
+    let (cursor, _) = read_progress(&mut on_a_stream, 3).await;
+    cluster.a.signal("STOP");
+
+    // B takes over once A's lease lapses; the call ends with the error.
+    let on_b = on_a.at(&cluster.b.url);
+    let resumed = on_b.resume(&cursor).await.expect("resume on B");
+    let frames = SseReader::new(resumed)
+        .collect()
+        .await
+        .expect("the stream ends");
+    let replayed = events(&frames);
+    let (terminal, last) = replayed.last().expect("a terminal event").clone();
+    assert_eq!(last["id"], id);
+    assert!(last["error"].is_object(), "{last}");
+
+    // A wakes up and carries on counting: fenced, it stops.
+    cluster.a.signal("CONT");
+    assert!(
+        cluster
+            .a
+            .logged("no longer writes the session", Duration::from_secs(20))
+            .is_some(),
+        "A never noticed it was fenced"
+    );
+    // Nothing of A's after the takeover reached its own client...
+    let late = on_a_stream.collect().await.expect("A's stream ends");
+    for frame in &late {
+        if let Some((index, _)) = position(frame) {
+            assert!(
+                index < terminal,
+                "A sent {index} after the takeover at {terminal}"
+            );
+        }
+    }
+    // ...nor the shared log: the terminal error is still the last event.
+    let (from, _) = replayed[0];
+    let again = on_b
+        .resume(&format!(
+            "{}/{}",
+            from - 1,
+            position(&frames[1]).and_then(|p| p.1).expect("stream")
+        ))
+        .await
+        .expect("resume again");
+    let again = events(&SseReader::new(again).collect().await.expect("frames"));
+    assert_eq!(again.last().map(|(i, _)| *i), Some(terminal));
+}
+
+#[tokio::test]
+async fn with_redis_killed_answers_are_clear_errors_never_an_empty_200() {
+    let mut cluster = cluster();
+    let on_a = RawSession::open(&cluster.a.url)
+        .await
+        .expect("session on A");
+    let on_b = on_a.at(&cluster.b.url);
+    cluster.redis.kill();
+    for cursor in [None, Some("1")] {
+        let response = match cursor {
+            Some(cursor) => on_b.resume(cursor).await,
+            None => on_b.get(None).await,
+        }
+        .expect("an answer");
+        assert_eq!(response.status(), 503, "{cursor:?}");
+        let body = response.text().await.expect("body");
+        assert!(body.contains("shared replay log"), "{body}");
+    }
+    let fresh = RawSession::open(&cluster.b.url).await;
+    assert!(fresh.is_err(), "a new session cannot start without Redis");
+}
+
+#[tokio::test]
+async fn a_deleted_session_is_404_on_every_instance() {
+    let cluster = cluster();
+    let on_a = RawSession::open(&cluster.a.url)
+        .await
+        .expect("session on A");
+    let deleted = on_a.delete().await.expect("DELETE");
+    assert_eq!(deleted.status(), 200);
+    for session in [on_a.at(&cluster.a.url), on_a.at(&cluster.b.url)] {
+        assert_eq!(session.get(None).await.expect("GET").status(), 404);
+        assert_eq!(session.resume("1").await.expect("GET").status(), 404);
+    }
+}
