@@ -4,6 +4,7 @@
 //! |---|---|
 //! | [`server`] | [`TestServer`]: the one way to start a test server, on the fork or on upstream rmcp 3.11.0 |
 //! | [`demo`] | [`DemoServer`]: the tools the tests call, gated so a test decides when a response exists |
+//! | `event_store` | an `EventStore` in memory that can forget its oldest events (3.x line) |
 //! | [`everything`] | the handler the official conformance suite drives |
 //! | [`line`](mod@line) | the model names that differ between rmcp 1.x and 3.x, under their 3.x spellings |
 //! | [`foreign`] | a scripted server with the id schemes rmcp does not use (session-wide, per connection) |
@@ -18,6 +19,8 @@
 //! | [`wedge`] | a session manager whose resumes fail while the session lives (the bug report's condition) |
 
 pub mod demo;
+#[cfg(not(rmcp_line_1))]
+pub mod event_store;
 pub mod everything;
 pub mod foreign;
 pub mod line;

@@ -77,6 +77,8 @@ pub struct TestServer {
     wedged: bool,
     stateless: bool,
     session_store: Option<Arc<dyn SessionStore>>,
+    #[cfg(not(rmcp_line_1))]
+    event_store: Option<Arc<dyn rmcp::transport::streamable_http_server::session::EventStore>>,
     nodelay: bool,
     addr: SocketAddr,
     ct: CancellationToken,
@@ -112,6 +114,8 @@ impl TestServer {
             wedged: false,
             stateless: false,
             session_store: None,
+            #[cfg(not(rmcp_line_1))]
+            event_store: None,
             nodelay: false,
             addr: SocketAddr::from(([127, 0, 0, 1], 0)),
             ct: CancellationToken::new(),
@@ -323,7 +327,24 @@ impl TestServer {
     fn fork_manager(&self) -> Arc<LocalSessionManager> {
         let mut manager = LocalSessionManager::default();
         manager.session_config = self.session_config();
+        #[cfg(not(rmcp_line_1))]
+        if let Some(store) = &self.event_store {
+            manager = manager.with_event_store(store.clone());
+        }
         Arc::new(manager)
+    }
+
+    /// The fork's session manager persists every event in `store`, which
+    /// assigns ids and answers resumes (upstream's `EventStore` path).
+    #[cfg(not(rmcp_line_1))]
+    pub fn event_store(
+        self,
+        store: Arc<dyn rmcp::transport::streamable_http_server::session::EventStore>,
+    ) -> Self {
+        Self {
+            event_store: Some(store),
+            ..self
+        }
     }
 
     /// The fork's service for [`DemoServer`] and its session manager,

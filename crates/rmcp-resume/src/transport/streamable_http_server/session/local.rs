@@ -23,6 +23,7 @@
 //! | `manager.rs` | [`LocalSessionManager`]: the session table, upstream's `SessionManager` trait |
 //! | `handle.rs` | [`LocalSessionHandle`]: asking a session's worker for streams and resumes |
 //! | `worker.rs` | [`LocalSessionWorker`]: the session's logs, and what the worker does with events |
+//! | `store_id.rs` | event ids on the event-store path, scoped to their session |
 //! | `mirror.rs` | with a shared log: the task that commits each event before a reader may send it, and renews the lease |
 //! | `routing.rs` | which request stream a server message belongs to |
 //! | `streams.rs` | what opening or resuming a stream hands back |
@@ -39,6 +40,8 @@ mod handle;
 mod manager;
 mod mirror;
 mod routing;
+#[cfg(not(rmcp_line_1))]
+mod store_id;
 mod streams;
 mod worker;
 

@@ -59,6 +59,14 @@ pub enum SessionError {
     /// A request stream number was reused.
     #[error("Invalid request id: {0}")]
     DuplicatedRequestId(HttpRequestId),
+    /// The cursor was issued to another session (fork-only).
+    #[error("the cursor was issued to another session")]
+    ForeignCursor,
+    /// The event store holds nothing after the cursor: it is unknown to
+    /// the store, was evicted, or its stream is drained; the store cannot
+    /// say which (fork-only).
+    #[error("the event store holds nothing after the cursor (unknown, evicted or drained)")]
+    StoreHasNothingAfter,
     /// The shared log failed, or another instance owns the session now
     /// (fork-only).
     #[error("shared log: {0}")]

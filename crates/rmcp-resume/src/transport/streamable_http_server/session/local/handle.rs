@@ -37,6 +37,13 @@ impl LocalSessionHandle {
         self.published.load(Ordering::Acquire)
     }
 
+    /// Lets the session take requests. Called once a restore has handed the
+    /// worker its replayed `initialized`: the worker's queue is in order, so
+    /// every later request reaches it after the handshake.
+    pub(super) fn publish(&self) {
+        self.published.store(true, Ordering::Release);
+    }
+
     /// Whether the session's worker is still running.
     pub fn is_live(&self) -> bool {
         !self.event_tx.is_closed()

@@ -206,21 +206,57 @@ impl LocalSessionManager {
         cursor: &str,
     ) -> Result<ResumedStream, LocalSessionManagerError> {
         #[cfg(not(rmcp_line_1))]
-        if let Some(replayed) = self.event_store.replay_after(cursor).await {
-            let stream = replayed.map_err(SessionError::EventStore)?;
-            let cursor = crate::transport::resumption::EventCursor::parse(cursor)
-                .map_err(EventIdParseError::Malformed)?;
-            return Ok(ResumedStream {
-                notice: crate::transport::resumption::ReplayNotice {
-                    cursor,
-                    floor: None,
-                    complete: true,
-                },
-                stream,
-            });
+        if self.event_store.is_set() {
+            return self.resume_from_store(id, cursor).await;
         }
         let event_id: EventId = cursor.parse()?;
         Ok(self.live(id).await?.resume_with_notice(event_id).await?)
+    }
+}
+
+#[cfg(not(rmcp_line_1))]
+impl LocalSessionManager {
+    /// A resume answered by the event store. The store's answer proves
+    /// nothing about what it no longer holds, so the notice claims no
+    /// completeness, and a replay that is over before its first event (an
+    /// unknown, evicted or drained cursor: the store cannot say which) is
+    /// refused rather than answered with an empty `200`.
+    async fn resume_from_store(
+        &self,
+        id: &SessionId,
+        cursor: &str,
+    ) -> Result<ResumedStream, LocalSessionManagerError> {
+        use super::store_id::{ScopedCursor, scoped, unscope};
+        let parsed = crate::transport::resumption::EventCursor::parse(cursor)
+            .map_err(EventIdParseError::Malformed)?;
+        let store_id = match unscope(id, cursor) {
+            ScopedCursor::Ours(store_id) => store_id,
+            ScopedCursor::Foreign => return Err(SessionError::ForeignCursor.into()),
+            ScopedCursor::Malformed => return Err(SessionError::InvalidEventId.into()),
+        };
+        let Some(replayed) = self.event_store.replay_after(store_id).await else {
+            return Err(SessionError::InvalidEventId.into());
+        };
+        let mut stream = replayed.map_err(SessionError::EventStore)?;
+        let Some(first) = futures::StreamExt::next(&mut stream).await else {
+            return Err(SessionError::StoreHasNothingAfter.into());
+        };
+        let session = id.clone();
+        let stream = futures::StreamExt::map(
+            futures::StreamExt::chain(futures::stream::once(std::future::ready(first)), stream),
+            move |mut event: ServerSseMessage| {
+                event.event_id = event.event_id.map(|store_id| scoped(&session, &store_id));
+                event
+            },
+        );
+        Ok(ResumedStream {
+            notice: crate::transport::resumption::ReplayNotice {
+                cursor: parsed,
+                floor: None,
+                complete: false,
+            },
+            stream: Box::pin(stream),
+        })
     }
 }
 
@@ -288,7 +324,9 @@ impl SessionManager for LocalSessionManager {
             .present(id)
             .await
             .ok_or_else(|| LocalSessionManagerError::SessionNotFound(id.clone()))?;
-        Ok(handle.push_message(message, None).await?)
+        handle.push_message(message, None).await?;
+        handle.publish();
+        Ok(())
     }
 
     async fn create_standalone_stream(
@@ -306,7 +344,9 @@ impl SessionManager for LocalSessionManager {
         // Through upstream's trait a caller cannot see the notice; a cursor
         // that is not covered is an error here, never a silent partial replay.
         let resumed = self.resume_with_notice(id, &last_event_id).await?;
-        if !resumed.notice.complete {
+        // An event store's replay is what the store holds; it never proves
+        // completeness, and an empty one was refused above.
+        if !resumed.notice.complete && !self.event_store.is_set() {
             return Err(SessionError::InvalidEventId.into());
         }
         Ok(resumed.stream)

@@ -3,7 +3,7 @@
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use futures::StreamExt;
@@ -158,7 +158,6 @@ pub(super) fn new_session(
     let standalone_gate = mirror.as_ref().map(|_| Gate::new(base.saturating_add(1)));
     let published = Arc::new(AtomicBool::new(incarnation == Incarnation::First));
     let worker = LocalSessionWorker {
-        published: published.clone(),
         mirror,
         standalone_gate,
         id: id.clone(),
@@ -180,7 +179,7 @@ pub(super) fn new_session(
     let handle = LocalSessionHandle {
         id,
         event_tx,
-        published: published.clone(),
+        published,
     };
     (handle, worker)
 }
@@ -198,9 +197,6 @@ struct RequestStream {
 /// Runs one session: routes the handler's messages into stream logs and
 /// serves the HTTP side's requests for connections.
 pub struct LocalSessionWorker {
-    /// Set once the session takes requests (see
-    /// [`LocalSessionHandle::is_published`]).
-    published: Arc<AtomicBool>,
     /// The session's shared log, when several instances share it.
     mirror: Option<Mirror>,
     /// The standalone stream's commit mark, with a shared log.
@@ -264,6 +260,18 @@ fn events(reader: LogReader<ServerSseMessage>, gate: Option<Gate>) -> EventStrea
                 .take_while(|event| std::future::ready(event.is_some()))
                 .filter_map(std::future::ready),
         ),
+    }
+}
+
+/// The id sent for a store's id: scoped to the session on the 3.x line
+/// (the 1.x line has no event store).
+fn scoped_id(session: &SessionId, store_id: &str) -> String {
+    #[cfg(not(rmcp_line_1))]
+    return super::store_id::scoped(session, store_id);
+    #[cfg(rmcp_line_1)]
+    {
+        let _ = session;
+        store_id.to_owned()
     }
 }
 
@@ -561,7 +569,9 @@ impl LocalSessionWorker {
             StreamId::Standalone => format!("{}:common", self.id),
         };
         match self.event_store.store(&stream_id, event).await {
-            Some(stored) => stored.map(Some).map_err(crate::line::store_failed),
+            Some(stored) => stored
+                .map(|id| Some(scoped_id(&self.id, &id)))
+                .map_err(crate::line::store_failed),
             None => Ok(None),
         }
     }
@@ -729,9 +739,6 @@ impl LocalSessionWorker {
                 message,
                 http_request_id,
             } => {
-                // The first message after `initialize` (a restore's replayed
-                // `initialized`) publishes a restored session.
-                self.published.store(true, Ordering::Release);
                 if let Some(m) = http_request_id {
                     self.register(&message, m);
                 }
