@@ -332,3 +332,30 @@ async fn a_deleted_session_is_404_on_every_instance() {
         assert_eq!(session.resume("1").await.expect("GET").status(), 404);
     }
 }
+
+#[tokio::test]
+async fn a_post_to_an_instance_that_does_not_own_the_session_is_refused_clearly() {
+    let cluster = cluster();
+    let mut on_a = RawSession::open(&cluster.a.url)
+        .await
+        .expect("session on A");
+    let on_b = on_a.at(&cluster.b.url);
+    let refused = on_b
+        .post(json!({ "jsonrpc": "2.0", "id": 7, "method": "tools/list" }))
+        .await
+        .expect("an answer");
+    assert_eq!(refused.status(), 503);
+    let body = refused.text().await.expect("body");
+    assert!(body.contains("another instance"), "{body}");
+    // The owner still answers.
+    let (_, response) = on_a
+        .call("count_to", json!({ "n": 1, "interval_ms": 1 }), false)
+        .await
+        .expect("call on A");
+    let frames = SseReader::new(response).collect().await.expect("frames");
+    assert!(
+        frames
+            .iter()
+            .any(|f| f.json().is_some_and(|j| j["result"].is_object()))
+    );
+}

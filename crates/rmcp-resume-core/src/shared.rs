@@ -31,6 +31,9 @@ pub enum Ownership {
     },
     /// Another instance owns it and its lease is live.
     HeldElsewhere,
+    /// The shared log does not know the session (and was not asked to
+    /// create it).
+    Unknown,
 }
 
 /// One write of the owner's mirror.
@@ -110,8 +113,13 @@ pub enum SharedLogError {
 pub trait SharedLog: Send + Sync + 'static {
     /// Takes or renews `session`'s lease for this instance. A free lease is
     /// taken with a new epoch; the backend then ends every request stream
-    /// the earlier owner left open with a terminal error.
-    fn acquire<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<Ownership, SharedLogError>>;
+    /// the earlier owner left open with a terminal error. Only `create`
+    /// starts a session the log does not know.
+    fn acquire<'a>(
+        &'a self,
+        session: &'a str,
+        create: bool,
+    ) -> BoxFuture<'a, Result<Ownership, SharedLogError>>;
 
     /// Gives `session`'s lease back, if this instance holds it.
     fn release<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<(), SharedLogError>>;

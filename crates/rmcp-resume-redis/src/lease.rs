@@ -6,6 +6,7 @@
 //! | held by `owner` | [`LeaseOutcome::Renewed`]: the same epoch, a fresh expiry |
 //! | held by another, not expired | [`LeaseOutcome::HeldBy`]: nothing changes |
 //! | free (never taken, or expired) | [`LeaseOutcome::Acquired`]: a new epoch; every request stream the earlier owner left open ends with a terminal error |
+//! | no such session, and `create` is false | [`LeaseOutcome::Unknown`]: nothing is written |
 //!
 //! Every write of an owner carries its epoch, and a script refuses a write
 //! whose epoch is not the session's current one, so an owner that was paused
@@ -34,6 +35,9 @@ pub enum LeaseOutcome {
         /// terminal error.
         ended_streams: u64,
     },
+    /// Redis does not know the session (never created, deleted or
+    /// expired), and the caller did not ask to create it.
+    Unknown,
     /// Another instance holds it.
     HeldBy {
         /// The holder's epoch.
@@ -48,7 +52,7 @@ impl LeaseOutcome {
     pub fn lease(self) -> Option<Lease> {
         match self {
             Self::Renewed(lease) | Self::Acquired { lease, .. } => Some(lease),
-            Self::HeldBy { .. } => None,
+            Self::HeldBy { .. } | Self::Unknown => None,
         }
     }
 }

@@ -168,8 +168,9 @@ impl SessionLog {
 
     /// Acquires or renews the session's lease for `owner`, an id unique to
     /// this instance's life (a restarted instance is a new owner). See
-    /// [`lease`](crate::lease) for the table.
-    pub async fn acquire(&self, owner: &str) -> Result<LeaseOutcome, RedisLogError> {
+    /// [`lease`](crate::lease) for the table. Only `create` starts a session
+    /// Redis does not know: a takeover never brings a deleted one back.
+    pub async fn acquire(&self, owner: &str, create: bool) -> Result<LeaseOutcome, RedisLogError> {
         let config = &self.log.inner.config;
         let reply: Vec<i64> = self
             .log
@@ -183,6 +184,7 @@ impl SessionLog {
             .arg(millis(config.session_ttl))
             .arg(now_millis())
             .arg(INSTANCE_LOST_ERROR)
+            .arg(u8::from(create))
             .invoke_async(&mut self.log.conn())
             .await?;
         let (code, epoch, extra) = triple(&reply)?;
@@ -193,6 +195,7 @@ impl SessionLog {
                 lease: Lease { epoch },
                 ended_streams: unsigned(extra)?,
             }),
+            3 => Ok(LeaseOutcome::Unknown),
             0 => Ok(LeaseOutcome::HeldBy {
                 epoch,
                 remaining: Duration::from_millis(unsigned(extra.max(0))?),

@@ -81,9 +81,17 @@ fn shared(event: StoredEvent) -> SharedEvent {
 }
 
 impl SharedLog for RedisShared {
-    fn acquire<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<Ownership, SharedLogError>> {
+    fn acquire<'a>(
+        &'a self,
+        session: &'a str,
+        create: bool,
+    ) -> BoxFuture<'a, Result<Ownership, SharedLogError>> {
         Box::pin(async move {
-            let outcome = self.log.session(session).acquire(&self.owner).await?;
+            let outcome = self
+                .log
+                .session(session)
+                .acquire(&self.owner, create)
+                .await?;
             if let LeaseOutcome::Acquired {
                 lease,
                 ended_streams,
@@ -93,9 +101,12 @@ impl SharedLog for RedisShared {
                     tracing::info!(session_id = %session, epoch = lease.epoch, ended_streams, "took over a session");
                 }
             }
-            Ok(match outcome.lease() {
-                Some(lease) => Ownership::Owned { epoch: lease.epoch },
-                None => Ownership::HeldElsewhere,
+            Ok(match outcome {
+                LeaseOutcome::Renewed(lease) | LeaseOutcome::Acquired { lease, .. } => {
+                    Ownership::Owned { epoch: lease.epoch }
+                }
+                LeaseOutcome::HeldBy { .. } => Ownership::HeldElsewhere,
+                LeaseOutcome::Unknown => Ownership::Unknown,
             })
         })
     }

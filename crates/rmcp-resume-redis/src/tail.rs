@@ -171,7 +171,9 @@ impl Tail {
             return Ok(());
         }
         if let Some(owner) = &self.takeover {
-            if let LeaseOutcome::Acquired { ended_streams, .. } = self.log.acquire(owner).await? {
+            if let LeaseOutcome::Acquired { ended_streams, .. } =
+                self.log.acquire(owner, false).await?
+            {
                 tracing::info!(
                     stream = ?self.stream,
                     ended_streams,

@@ -29,7 +29,7 @@ fn config() -> RedisLogConfig {
 
 async fn owned(log: &RedisLog, session: &str, owner: &str) -> rmcp_resume_redis::Lease {
     log.session(session)
-        .acquire(owner)
+        .acquire(owner, true)
         .await
         .expect("acquire")
         .lease()
@@ -118,7 +118,7 @@ async fn a_fenced_owner_writes_nothing_and_its_open_calls_end_with_the_terminal_
         .expect("append");
 
     // B cannot take a lease A holds.
-    let held = b.session("s").acquire("b").await.expect("acquire");
+    let held = b.session("s").acquire("b", false).await.expect("acquire");
     assert!(
         matches!(held, LeaseOutcome::HeldBy { epoch: 1, .. }),
         "{held:?}"
@@ -126,7 +126,7 @@ async fn a_fenced_owner_writes_nothing_and_its_open_calls_end_with_the_terminal_
 
     // A's lease lapses (as when A is paused past it).
     expire_lease(&server, "t:{s}:lease").await;
-    let taken = b.session("s").acquire("b").await.expect("acquire");
+    let taken = b.session("s").acquire("b", false).await.expect("acquire");
     let LeaseOutcome::Acquired {
         lease: lease_b,
         ended_streams,
@@ -416,4 +416,25 @@ async fn expire_lease(server: &RedisServer, key: &str) {
         .query_async(&mut conn)
         .await
         .expect("DEL");
+}
+
+#[tokio::test]
+async fn a_takeover_never_brings_back_a_session_redis_does_not_know() {
+    let server = RedisServer::start();
+    let log = connect(&server, config()).await;
+    let session = log.session("never-created");
+    let outcome = session.acquire("b", false).await.expect("acquire");
+    assert_eq!(outcome, LeaseOutcome::Unknown);
+    assert!(
+        !session.exists().await.expect("exists"),
+        "nothing was written"
+    );
+    assert!(
+        session
+            .acquire("a", true)
+            .await
+            .expect("acquire")
+            .lease()
+            .is_some()
+    );
 }

@@ -79,6 +79,7 @@ pub struct TestServer {
     session_store: Option<Arc<dyn SessionStore>>,
     #[cfg(not(rmcp_line_1))]
     event_store: Option<Arc<dyn rmcp::transport::streamable_http_server::session::EventStore>>,
+    shared_log: Option<Arc<dyn rmcp_resume_core::shared::SharedLog>>,
     nodelay: bool,
     addr: SocketAddr,
     ct: CancellationToken,
@@ -116,6 +117,7 @@ impl TestServer {
             session_store: None,
             #[cfg(not(rmcp_line_1))]
             event_store: None,
+            shared_log: None,
             nodelay: false,
             addr: SocketAddr::from(([127, 0, 0, 1], 0)),
             ct: CancellationToken::new(),
@@ -331,7 +333,19 @@ impl TestServer {
         if let Some(store) = &self.event_store {
             manager = manager.with_event_store(store.clone());
         }
+        if let Some(shared) = &self.shared_log {
+            manager = manager.with_shared_log(shared.clone());
+        }
         Arc::new(manager)
+    }
+
+    /// The fork's sessions are shared with other instances through `shared`
+    /// (a shared log, such as Redis).
+    pub fn shared_log(self, shared: Arc<dyn rmcp_resume_core::shared::SharedLog>) -> Self {
+        Self {
+            shared_log: Some(shared),
+            ..self
+        }
     }
 
     /// The fork's session manager persists every event in `store`, which

@@ -3,9 +3,10 @@
 -- fences every earlier owner; each request stream the earlier owner left
 -- open then ends with a terminal JSON-RPC error, so its caller fails fast.
 -- KEYS[1] the session's epoch key (it names the slot)
--- ARGV: base, owner, lease (ms), session ttl (ms), now (ms), error JSON tail
+-- ARGV: base, owner, lease (ms), session ttl (ms), now (ms), error JSON tail,
+--       create (1: a new session may be started)
 -- Returns {1, epoch, 0} renewed, {0, epoch, ttl left} held by another,
--- {2, epoch, streams ended} taken.
+-- {2, epoch, streams ended} taken, {3, 0, 0} unknown session (create 0).
 local base, owner, ttl = ARGV[1], ARGV[2], ARGV[4]
 local lease = base .. 'lease'
 local holder = redis.call('HGET', lease, 'owner')
@@ -15,6 +16,9 @@ if holder == owner then
 end
 if holder then
   return {0, tonumber(redis.call('GET', KEYS[1]) or '0'), redis.call('PTTL', lease)}
+end
+if ARGV[7] ~= '1' and redis.call('EXISTS', KEYS[1]) == 0 then
+  return {3, 0, 0}
 end
 local epoch = redis.call('INCR', KEYS[1])
 redis.call('HSET', lease, 'owner', owner, 'epoch', epoch)

@@ -96,7 +96,7 @@ where
         if self.refuses_stateless_resume(&req) {
             return Box::pin(async { Ok(responses::stateless_resume()) });
         }
-        if self.owns(req.method()) {
+        if self.owns(req.method()) || self.checks_ownership(&req) {
             let service = self.clone();
             Box::pin(async move { Ok(service.handle(req).await) })
         } else {
@@ -150,6 +150,17 @@ impl<S: crate::ServerHandler + Send + 'static, M: SessionManager> StreamableHttp
             && !crate::line::has_event_store(&*self.session_manager)
     }
 
+    /// Whether a `POST` must first be checked against the session's owner
+    /// in a shared log (fork-only).
+    fn checks_ownership<B>(&self, request: &Request<B>) -> bool {
+        request.method() == Method::POST
+            && request
+                .headers()
+                .contains_key(crate::transport::common::http_header::HEADER_SESSION_ID)
+            && get::local_manager(self.session_manager.as_ref())
+                .is_some_and(|local| local.shared_log().is_some())
+    }
+
     /// Whether the fork answers requests of `method` itself, rather than
     /// upstream's service.
     fn owns(&self, method: &Method) -> bool {
@@ -167,6 +178,13 @@ impl<S: crate::ServerHandler + Send + 'static, M: SessionManager> StreamableHttp
             return responses::stateless_resume();
         }
         if !self.owns(request.method()) {
+            if let (true, Some(session)) = (
+                request.method() == Method::POST,
+                request::session_id(request.headers()),
+            ) && let Some(refused) = self.owned_elsewhere(session).await
+            {
+                return refused;
+            }
             return self.inner.handle(request).await;
         }
         if request.method() == Method::GET {

@@ -34,7 +34,7 @@ use crate::transport::streamable_http_server::session::{
 /// manager the fork answers exactly; with any other it falls back to the
 /// trait (see [`StreamableHttpService::resume_generic`]). This is the one
 /// place the service looks behind the trait.
-fn local_manager<M: SessionManager>(manager: &M) -> Option<&LocalSessionManager> {
+pub(super) fn local_manager<M: SessionManager>(manager: &M) -> Option<&LocalSessionManager> {
     (manager as &dyn Any).downcast_ref::<LocalSessionManager>()
 }
 

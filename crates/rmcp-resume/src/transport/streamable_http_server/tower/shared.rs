@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use futures::StreamExt;
-use rmcp_resume_core::shared::{SharedEvent, SharedLog, SharedLogError};
+use rmcp_resume_core::shared::{Ownership, SharedEvent, SharedLog, SharedLogError};
 
 use super::StreamableHttpService;
 use super::responses::{BoxResponse, cursor_error, frame, not_found};
@@ -79,6 +79,27 @@ fn message(stream: StreamId, event: SharedEvent) -> Option<ServerSseMessage> {
 }
 
 impl<S: crate::ServerHandler + Send + 'static, M: SessionManager> StreamableHttpService<S, M> {
+    /// A `POST` for a session another live instance owns: `503`, naming the
+    /// cause, rather than upstream's `500` from a restore that cannot take
+    /// the session. `None` lets the request through.
+    pub(super) async fn owned_elsewhere(&self, session: SessionId) -> Option<BoxResponse> {
+        let local = super::get::local_manager(self.session_manager.as_ref())?;
+        let shared = local.shared_log()?;
+        if local.handle(&session).await.is_some() {
+            return None;
+        }
+        match shared.acquire(&session, false).await {
+            Ok(Ownership::HeldElsewhere) => Some(super::responses::plain(
+                http::StatusCode::SERVICE_UNAVAILABLE,
+                &format!(
+                    "Service Unavailable: session {session} is run by another instance; \
+                     route its POSTs there (session affinity)"
+                ),
+            )),
+            _ => None,
+        }
+    }
+
     /// A `GET` for a session this instance does not run, answered from the
     /// shared log: a fresh standalone stream from its head, or a resume.
     pub(super) async fn shared_get(

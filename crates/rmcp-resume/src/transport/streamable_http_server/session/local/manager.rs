@@ -158,12 +158,17 @@ impl LocalSessionManager {
     async fn take_ownership(
         &self,
         id: &SessionId,
+        create: bool,
     ) -> Result<Option<(Mirror, u64)>, LocalSessionManagerError> {
         let Some(SharedSlot(shared)) = &self.shared else {
             return Ok(None);
         };
-        let Some(mirror) = Mirror::start(shared.clone(), id.clone()).await? else {
-            return Err(LocalSessionManagerError::OwnedElsewhere(id.clone()));
+        let mirror = match Mirror::start(shared.clone(), id.clone(), create).await? {
+            Ok(mirror) => mirror,
+            Err(rmcp_resume_core::shared::Ownership::HeldElsewhere) => {
+                return Err(LocalSessionManagerError::OwnedElsewhere(id.clone()));
+            }
+            Err(_) => return Err(LocalSessionManagerError::SessionNotFound(id.clone())),
         };
         let standalone = crate::transport::resumption::StreamId::Standalone;
         let head = match shared.read(id, standalone, u64::MAX, 1).await?.lookup {
@@ -266,7 +271,10 @@ impl SessionManager for LocalSessionManager {
 
     async fn create_session(&self) -> Result<(SessionId, Self::Transport), Self::Error> {
         let id = session_id();
-        let mirror = self.take_ownership(&id).await?.map(|(mirror, _)| mirror);
+        let mirror = self
+            .take_ownership(&id, true)
+            .await?
+            .map(|(mirror, _)| mirror);
         let (handle, transport) = self.spawn_session(id.clone(), Incarnation::First, mirror);
         self.sessions.write().await.insert(id.clone(), handle);
         Ok((id, transport))
@@ -361,7 +369,7 @@ impl SessionManager for LocalSessionManager {
         }
         // The shared log is asked without the table locked; upstream runs
         // one restore per id at a time, and the insert below re-checks.
-        let (incarnation, mirror) = match self.take_ownership(&id).await? {
+        let (incarnation, mirror) = match self.take_ownership(&id, false).await? {
             Some((mirror, standalone_head)) => {
                 (Incarnation::Shared { standalone_head }, Some(mirror))
             }

@@ -56,14 +56,16 @@ impl std::fmt::Debug for Mirror {
 }
 
 impl Mirror {
-    /// Takes `session`'s lease and starts its mirror task. `None` when
-    /// another instance holds the lease.
+    /// Takes `session`'s lease and starts its mirror task; `Err` with what
+    /// the shared log said when this instance may not own it.
     pub(super) async fn start(
         shared: Arc<dyn SharedLog>,
         session: SessionId,
-    ) -> Result<Option<Self>, SharedLogError> {
-        let Ownership::Owned { epoch } = shared.acquire(&session).await? else {
-            return Ok(None);
+        create: bool,
+    ) -> Result<Result<Self, Ownership>, SharedLogError> {
+        let epoch = match shared.acquire(&session, create).await? {
+            Ownership::Owned { epoch } => epoch,
+            other => return Ok(Err(other)),
         };
         let first = shared.reserve_streams(&session, epoch, RESERVE).await?;
         let (writes, rx) = mpsc::unbounded_channel();
@@ -75,7 +77,7 @@ impl Mirror {
             rx,
             lost.clone(),
         ));
-        Ok(Some(Self {
+        Ok(Ok(Self {
             shared,
             session,
             epoch,
@@ -168,7 +170,7 @@ async fn run(
                 None => break Ok(()),
             },
             _ = renew.tick() => {
-                match shared.acquire(&session).await {
+                match shared.acquire(&session, false).await {
                     Ok(Ownership::Owned { epoch: held }) if held == epoch => continue,
                     Ok(_) => break Err(SharedLogError::Fenced { current: 0 }),
                     // Redis away for a moment: the commits will tell.
