@@ -73,6 +73,7 @@ async fn servers(redis: &RedisServer) -> AnyResult<Servers> {
         TestServer::new(Side::Fork)
             .window(window as usize)
             .replay_bytes(64 << 20, 256 << 20)
+            .nodelay()
     };
     Ok(Servers {
         in_process: base().serve().await?,

@@ -42,7 +42,24 @@ async fn run_peer(
         .retry(Some(Duration::from_millis(200)))
         .serve()
         .await?;
-    let proxy = Proxy::start(served.addr, "notifications/progress", served.ct.clone()).await?;
+    let stdout = drive_peer(program, args, served.addr, &served.gate, &served.ct).await?;
+    let stats = served
+        .resume_stats()
+        .ok_or_else(|| anyhow::anyhow!("a fork server counts its resumes"))?;
+    Ok((stdout, stats))
+}
+
+/// Runs the peer against `target` through a cuttable proxy, cuts every
+/// connection once the `work` call's progress went out, then opens `gate`
+/// so the tool finishes; returns the peer's stdout once it succeeded.
+async fn drive_peer(
+    program: PathBuf,
+    args: &[PathBuf],
+    target: std::net::SocketAddr,
+    gate: &tokio::sync::Notify,
+    ct: &CancellationToken,
+) -> anyhow::Result<String> {
+    let proxy = Proxy::start(target, "notifications/progress", ct.clone()).await?;
     let child = tokio::process::Command::new(&program)
         .args(args)
         .arg(format!("http://{}/mcp", proxy.addr))
@@ -57,12 +74,8 @@ async fn run_peer(
         done = &mut output => anyhow::bail!("peer ended before the cut: {:?}", done.map(|o| String::from_utf8_lossy(&o.stdout).into_owned())),
     }
     proxy.cut();
-    served.gate.notify_one();
+    gate.notify_one();
     let output = tokio::time::timeout(LIMIT, output).await??;
-    let stats = served
-        .resume_stats()
-        .ok_or_else(|| anyhow::anyhow!("a fork server counts its resumes"))?;
-    drop(served);
     let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
     anyhow::ensure!(
         output.status.success(),
@@ -70,7 +83,7 @@ async fn run_peer(
         output.status,
         String::from_utf8_lossy(&output.stderr)
     );
-    Ok((stdout, stats))
+    Ok(stdout)
 }
 
 fn assert_scenario(stdout: &str) {
@@ -271,5 +284,73 @@ async fn python_sdk_clients_complete_every_call_under_churn() -> anyhow::Result<
     )?;
     let (tally, cuts) = churn_peer(python, &[dir.join("py_churn.py")], 1).await?;
     assert_churn("python", &tally, cuts);
+    Ok(())
+}
+
+/// [`run_peer`]'s scenario across two instances sharing a redis-server: the
+/// peer's `POST`s go to A (affinity) and its `GET`s, the resume included,
+/// to B, which answers from Redis. Returns the peer's stdout and B's stats.
+async fn run_peer_across_instances(
+    program: PathBuf,
+    args: &[PathBuf],
+) -> anyhow::Result<(
+    String,
+    rmcp::transport::streamable_http_server::tower::ResumeStats,
+)> {
+    use rmcp_resume_redis::{RedisLog, RedisLogConfig, RedisShared};
+    use rmcp_resume_testkit::redis::{RedisServer, SplitProxy};
+    let redis = RedisServer::start();
+    let instance = |owner: &'static str| {
+        let url = redis.url();
+        async move {
+            let log = RedisLog::connect(&url, RedisLogConfig::default()).await?;
+            TestServer::new(Side::Fork)
+                .retry(Some(Duration::from_millis(200)))
+                .shared_log(std::sync::Arc::new(RedisShared::new(log, owner)))
+                .serve()
+                .await
+                .map_err(anyhow::Error::from)
+        }
+    };
+    let (a, b) = (instance("a").await?, instance("b").await?);
+    let split = SplitProxy::start(a.url.clone(), b.url.clone()).await?;
+    let stdout = drive_peer(program, args, split.addr, &a.gate, &a.ct).await?;
+    let stats = b
+        .resume_stats()
+        .ok_or_else(|| anyhow::anyhow!("a fork server counts its resumes"))?;
+    Ok((stdout, stats))
+}
+
+#[tokio::test]
+async fn typescript_sdk_client_resumes_a_cut_call_on_another_instance() -> anyhow::Result<()> {
+    let dir = peers();
+    require(
+        dir.join("node_modules/@modelcontextprotocol/sdk"),
+        "@modelcontextprotocol/sdk",
+    )?;
+    let (stdout, stats) =
+        run_peer_across_instances(PathBuf::from("node"), &[dir.join("ts_client.mjs")]).await?;
+    assert_scenario(&stdout);
+    assert!(stdout.contains("unexpected-errors: 0"), "{stdout}");
+    assert!(
+        stats.replayed >= 1,
+        "B answered the resume from Redis: {stats:?}"
+    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn python_sdk_client_resumes_a_cut_call_on_another_instance() -> anyhow::Result<()> {
+    let dir = peers();
+    let python = require(
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/peers-venv/bin/python"),
+        "the Python SDK's venv",
+    )?;
+    let (stdout, stats) = run_peer_across_instances(python, &[dir.join("py_client.py")]).await?;
+    assert_scenario(&stdout);
+    assert!(
+        stats.replayed >= 1,
+        "B answered the resume from Redis: {stats:?}"
+    );
     Ok(())
 }

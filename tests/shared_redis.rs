@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use rmcp::transport::resumption::{EventCursor, REPLAY_NOTICE_EVENT};
 use rmcp_resume_testkit::raw::{Frame, RawSession, SseReader};
-use rmcp_resume_testkit::redis::{Instance, RedisServer, server_example};
+use rmcp_resume_testkit::redis::{Instance, RedisServer, RoundRobin, server_example};
 use serde_json::json;
 
 /// The lease: short, so that a dead owner is replaced quickly.
@@ -358,4 +358,87 @@ async fn a_post_to_an_instance_that_does_not_own_the_session_is_refused_clearly(
             .iter()
             .any(|f| f.json().is_some_and(|j| j["result"].is_object()))
     );
+}
+
+#[tokio::test]
+async fn resumes_through_a_round_robin_proxy_are_exact_on_either_instance() {
+    let cluster = cluster();
+    let proxy = RoundRobin::start(vec![cluster.a.addr(), cluster.b.addr()])
+        .await
+        .expect("proxy");
+    let mut on_a = RawSession::open(&cluster.a.url)
+        .await
+        .expect("session on A");
+    // POSTs keep affinity (straight to A); GETs go through the proxy, a new
+    // connection each, so they alternate between A and B.
+    let (_, call) = on_a
+        .call("announce", json!({ "n": 10 }), false)
+        .await
+        .expect("call");
+    SseReader::new(call).collect().await.expect("the call");
+    for cursor in 1..=8u64 {
+        let response = on_a
+            .at(&proxy.url)
+            .resume(&cursor.to_string())
+            .await
+            .expect("resume");
+        assert_eq!(response.status(), 200, "cursor {cursor}");
+        let mut reader = SseReader::new(response);
+        let notice = reader.next().await.expect("in time").expect("notice");
+        assert_eq!(notice.json().expect("json")["complete"], true);
+        let next = reader
+            .next()
+            .await
+            .expect("in time")
+            .expect("the next event");
+        assert_eq!(
+            position(&next),
+            Some((cursor + 1, None)),
+            "strictly after {cursor}"
+        );
+    }
+    let served = proxy.served();
+    assert!(
+        served.iter().all(|n| *n >= 4),
+        "both instances answered: {served:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_drained_call_is_204_and_an_evicted_standalone_cursor_is_noticed_on_either_instance() {
+    let cluster = cluster();
+    let mut on_a = RawSession::open(&cluster.a.url)
+        .await
+        .expect("session on A");
+    let (_, call) = on_a
+        .call("count_to", json!({ "n": 2, "interval_ms": 1 }), true)
+        .await
+        .expect("call");
+    let frames = SseReader::new(call).collect().await.expect("the call");
+    let last = frames
+        .iter()
+        .rev()
+        .find_map(|f| f.id.clone())
+        .expect("the response's id");
+    // More standalone events than the window keeps.
+    let (_, call) = on_a
+        .call("announce", json!({ "n": 40 }), false)
+        .await
+        .expect("call");
+    SseReader::new(call).collect().await.expect("the call");
+    for url in [&cluster.a.url, &cluster.b.url] {
+        let session = on_a.at(url);
+        let drained = session.resume(&last).await.expect("resume");
+        assert_eq!(drained.status(), 204, "{url}");
+        let response = session.resume("1").await.expect("resume");
+        assert_eq!(response.status(), 200, "{url}");
+        let mut reader = SseReader::new(response);
+        let notice = reader.next().await.expect("in time").expect("notice");
+        assert_eq!(notice.event.as_deref(), Some(REPLAY_NOTICE_EVENT));
+        let notice = notice.json().expect("json");
+        assert_eq!(notice["complete"], false, "{notice}");
+        assert_eq!(notice["floor"], "25", "{notice}");
+        let first = reader.next().await.expect("in time").expect("an event");
+        assert_eq!(position(&first), Some((25, None)));
+    }
 }

@@ -185,7 +185,10 @@ impl DemoServer {
     ) -> String {
         if let Some(token) = meta.get_progress_token() {
             for step in 1..=count {
-                tokio::time::sleep(std::time::Duration::from_millis(interval_ms)).await;
+                // Zero means back to back: a zero sleep still waits a timer tick.
+                if interval_ms > 0 {
+                    tokio::time::sleep(std::time::Duration::from_millis(interval_ms)).await;
+                }
                 let param = ProgressNotificationParam::new(token.clone(), f64::from(step))
                     .with_total(f64::from(count));
                 if peer.notify_progress(param).await.is_err() {

@@ -201,3 +201,139 @@ pub fn server_example() -> std::path::PathBuf {
     );
     path
 }
+
+/// A TCP proxy on 127.0.0.1 that hands each new connection to the next
+/// backend in turn: a load balancer without affinity.
+pub struct RoundRobin {
+    /// Its `/mcp` URL.
+    pub url: String,
+    served: std::sync::Arc<Vec<std::sync::atomic::AtomicUsize>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl RoundRobin {
+    /// Starts one in front of `backends` (`host:port` each).
+    pub async fn start(backends: Vec<std::net::SocketAddr>) -> std::io::Result<Self> {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        let url = format!("http://{}/mcp", listener.local_addr()?);
+        let served: std::sync::Arc<Vec<AtomicUsize>> =
+            std::sync::Arc::new(backends.iter().map(|_| AtomicUsize::new(0)).collect());
+        let counts = served.clone();
+        let task = tokio::spawn(async move {
+            let mut next = 0usize;
+            while let Ok((mut client, _)) = listener.accept().await {
+                let i = next % backends.len();
+                next += 1;
+                counts[i].fetch_add(1, Ordering::Relaxed);
+                let backend = backends[i];
+                tokio::spawn(async move {
+                    if let Ok(mut server) = tokio::net::TcpStream::connect(backend).await {
+                        let _ = tokio::io::copy_bidirectional(&mut client, &mut server).await;
+                    }
+                });
+            }
+        });
+        Ok(Self { url, served, task })
+    }
+
+    /// Connections handed to each backend so far.
+    pub fn served(&self) -> Vec<usize> {
+        self.served
+            .iter()
+            .map(|n| n.load(std::sync::atomic::Ordering::Relaxed))
+            .collect()
+    }
+}
+
+impl Drop for RoundRobin {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl Instance {
+    /// Its address.
+    pub fn addr(&self) -> std::net::SocketAddr {
+        let authority = self
+            .url
+            .trim_start_matches("http://")
+            .trim_end_matches("/mcp");
+        authority.parse().expect("a socket address")
+    }
+}
+
+/// An HTTP proxy on 127.0.0.1 that sends every `GET` to one backend and
+/// everything else to another: `POST`s keep their affinity to the session's
+/// owner while every resume lands on the other instance.
+pub struct SplitProxy {
+    /// Where it listens.
+    pub addr: std::net::SocketAddr,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl SplitProxy {
+    /// `GET`s go to `gets`, the rest to `posts` (each an `/mcp` URL).
+    pub async fn start(posts: String, gets: String) -> std::io::Result<Self> {
+        use axum::body::Body;
+        use axum::extract::Request;
+        use axum::response::Response;
+        let client = reqwest::Client::new();
+        let forward = move |request: Request| {
+            let client = client.clone();
+            let target = if request.method() == http::Method::GET {
+                gets.clone()
+            } else {
+                posts.clone()
+            };
+            async move {
+                let (parts, body) = request.into_parts();
+                let bad_gateway = |error: String| {
+                    let mut response = Response::new(Body::from(error));
+                    *response.status_mut() = http::StatusCode::BAD_GATEWAY;
+                    response
+                };
+                let Ok(body) = axum::body::to_bytes(body, 16 << 20).await else {
+                    return bad_gateway("request body".to_owned());
+                };
+                let mut headers = parts.headers.clone();
+                headers.remove(http::header::HOST);
+                let sent = client
+                    .request(parts.method.clone(), &target)
+                    .headers(headers)
+                    .body(body)
+                    .send()
+                    .await;
+                let upstream = match sent {
+                    Ok(upstream) => upstream,
+                    Err(error) => return bad_gateway(error.to_string()),
+                };
+                let status = upstream.status();
+                let headers = upstream.headers().clone();
+                let mut response = Response::new(Body::from_stream(upstream.bytes_stream()));
+                *response.status_mut() = status;
+                for (name, value) in &headers {
+                    if name != http::header::CONTENT_LENGTH
+                        && name != http::header::TRANSFER_ENCODING
+                    {
+                        response.headers_mut().insert(name.clone(), value.clone());
+                    }
+                }
+                response
+            }
+        };
+        let router = axum::Router::new().fallback(forward);
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        let addr = listener.local_addr()?;
+        let task = tokio::spawn(async move {
+            let _ = axum::serve(listener, router).await;
+        });
+        Ok(Self { addr, task })
+    }
+}
+
+impl Drop for SplitProxy {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
