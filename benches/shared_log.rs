@@ -71,7 +71,7 @@ async fn servers(redis: &RedisServer) -> AnyResult<Servers> {
     };
     let base = || {
         TestServer::new(Side::Fork)
-            .window(window as usize)
+            .window(window)
             .replay_bytes(64 << 20, 256 << 20)
             .nodelay()
     };

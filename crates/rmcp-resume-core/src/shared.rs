@@ -3,7 +3,7 @@
 //!
 //! The owner of a session keeps its in-process logs, which decide ids,
 //! windows and backpressure as in one process, and mirrors every event into
-//! the shared log *before* a reader may send it ([`Gate`](crate::shared::Gate)).
+//! the shared log *before* a reader may send it ([`Gate`]).
 //! Any instance answers a resume from the shared log with the same
 //! [`plan`](crate::resumption::plan()), because the shared log keeps the
 //! in-process ids.

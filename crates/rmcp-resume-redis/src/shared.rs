@@ -96,10 +96,9 @@ impl SharedLog for RedisShared {
                 lease,
                 ended_streams,
             } = outcome
+                && ended_streams > 0
             {
-                if ended_streams > 0 {
-                    tracing::info!(session_id = %session, epoch = lease.epoch, ended_streams, "took over a session");
-                }
+                tracing::info!(session_id = %session, epoch = lease.epoch, ended_streams, "took over a session");
             }
             Ok(match outcome {
                 LeaseOutcome::Renewed(lease) | LeaseOutcome::Acquired { lease, .. } => {

@@ -170,16 +170,15 @@ impl Tail {
         if grown != Value::Nil {
             return Ok(());
         }
-        if let Some(owner) = &self.takeover {
-            if let LeaseOutcome::Acquired { ended_streams, .. } =
+        if let Some(owner) = &self.takeover
+            && let LeaseOutcome::Acquired { ended_streams, .. } =
                 self.log.acquire(owner, false).await?
-            {
-                tracing::info!(
-                    stream = ?self.stream,
-                    ended_streams,
-                    "took over a session whose owner's lease expired"
-                );
-            }
+        {
+            tracing::info!(
+                stream = ?self.stream,
+                ended_streams,
+                "took over a session whose owner's lease expired"
+            );
         }
         Ok(())
     }

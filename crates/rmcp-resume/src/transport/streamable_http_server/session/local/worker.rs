@@ -353,11 +353,11 @@ impl LocalSessionWorker {
                 gate: self.mirror.as_ref().map(|_| Gate::new(0)),
             },
         );
-        if let Some(retry) = self.config.sse_retry {
-            if let Err(error) = self.append(&log, crate::line::retry_hint(retry)).await {
-                self.requests.remove(&m);
-                return Err(error);
-            }
+        if let Some(retry) = self.config.sse_retry
+            && let Err(error) = self.append(&log, crate::line::retry_hint(retry)).await
+        {
+            self.requests.remove(&m);
+            return Err(error);
         }
         let stream = self.connect_primary(&log, 0);
         Ok(OpenedStream {
@@ -685,13 +685,12 @@ impl LocalSessionWorker {
         }
         if let (Some(mirror), crate::model::JsonRpcMessage::Request(request)) =
             (&self.mirror, message)
+            && let Ok(request_id) = serde_json::to_string(&request.id)
         {
-            if let Ok(request_id) = serde_json::to_string(&request.id) {
-                mirror.write(MirrorOp::Open {
-                    stream: m,
-                    request_id,
-                });
-            }
+            mirror.write(MirrorOp::Open {
+                stream: m,
+                request_id,
+            });
         }
     }
 
