@@ -96,12 +96,11 @@ impl Counter {
 #[tool_handler(router = self.tool_router)]
 impl ServerHandler for Counter {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(
-            ServerCapabilities::builder()
-                .enable_tools()
-                .enable_resources()
-                .build(),
-        )
+        // Tools, and the resource-list notifications that `announce` sends.
+        let capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_resources();
+        ServerConfig::new(capabilities.build())
     }
 }
 
