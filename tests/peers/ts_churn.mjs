@@ -9,7 +9,7 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 const [url, clients, calls] = [new URL(process.argv[2]), Number(process.argv[3]), Number(process.argv[4])];
 const STEPS = 20;
 const LIMIT_MS = 60000;
-const tally = { calls: 0, whole: 0, duplicated: 0, gapped: 0, failed: 0, hung: 0 };
+const tally = { calls: 0, whole: 0, duplicated: 0, gapped: 0, failed: 0, hung: 0, unsent: 0 };
 
 function withLimit(promise) {
   let timer;
@@ -29,7 +29,13 @@ async function run() {
       { name: "stream", arguments: { count: STEPS, interval_ms: 25 } },
       undefined,
       { onprogress: (p) => values.push(p.progress), timeout: LIMIT_MS, resetTimeoutOnProgress: true },
-    ).then(() => "answered", () => "failed");
+    ).then(
+      () => "answered",
+      // A network error before any response is a fetch TypeError (the fetch
+      // spec's): the POST's connection died before a priming event, so the
+      // SDK has no cursor to resume from and does not retry the POST.
+      (e) => (e instanceof TypeError && values.length === 0 ? "unsent" : "failed"),
+    );
     const ended = await withLimit(call);
     if (ended !== "answered") { tally[ended] += 1; continue; }
     const unique = new Set(values);
