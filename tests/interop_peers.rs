@@ -260,7 +260,10 @@ fn assert_churn(peer: &str, tally: &serde_json::Value, cuts: usize) {
     // client no cursor; the TypeScript SDK does not retry it. Such calls are
     // tallied apart ("unsent"), bounded, and every other call must be whole.
     let unsent = tally["unsent"].as_u64().unwrap_or(0);
-    assert!(unsent <= 2, "{peer}: too many POSTs lost before a response: {tally}");
+    assert!(
+        unsent <= 2,
+        "{peer}: too many POSTs lost before a response: {tally}"
+    );
     assert_eq!(
         tally["whole"].as_u64().map(|whole| whole + unsent),
         Some(48),
