@@ -45,6 +45,8 @@ struct Parked {
     id: Option<String>,
     /// Its bytes, for the budgets.
     weight: usize,
+    /// Its JSON for the shared log, serialized once (with a shared log).
+    data: Option<String>,
     /// The message answers its request.
     completes: bool,
     responder: Responder,
@@ -65,6 +67,9 @@ pub fn create_local_session(
     )
 }
 
+/// What a frame adds to an event's JSON (its `id:` and `data:` lines).
+const FRAME: usize = 32;
+
 /// What an event weighs against the byte budgets: its JSON, plus what its
 /// frame adds (the `id:` and `data:` lines).
 fn weigh(event: &ServerSseMessage) -> usize {
@@ -79,7 +84,6 @@ fn weigh(event: &ServerSseMessage) -> usize {
             Ok(())
         }
     }
-    const FRAME: usize = 32;
     let mut counter = Counter(FRAME);
     if let Some(message) = &event.message {
         // Writing to a counter cannot fail.
@@ -437,7 +441,12 @@ impl LocalSessionWorker {
                 return;
             }
         };
-        let weight = weigh(&event);
+        // With a shared log the JSON is needed anyway: its length is the
+        // weight, so the event is serialized once.
+        let data = self.mirror.as_ref().and_then(|_| data_of(&event));
+        let weight = data
+            .as_ref()
+            .map_or_else(|| weigh(&event), |d| d.len() + FRAME);
         let Some((_, queue)) = self.outbox(stream) else {
             return;
         };
@@ -445,6 +454,7 @@ impl LocalSessionWorker {
             event,
             id,
             weight,
+            data,
             completes: destination.completes,
             responder,
         };
@@ -467,7 +477,6 @@ impl LocalSessionWorker {
     /// let it in (evicting the session's oldest retained events for bytes);
     /// hands it back when it must wait for a reader.
     fn try_admit(&mut self, stream: StreamId, parked: Parked) -> Result<(), Parked> {
-        let data = self.mirror.as_ref().and_then(|_| data_of(&parked.event));
         if !self.make_room(stream, parked.weight) {
             self.budget.set_starved(true);
             return Err(parked);
@@ -480,16 +489,27 @@ impl LocalSessionWorker {
                 .send(Err(LocalSessionWorkerError::FailToHandleMessage(closed)));
             return Ok(());
         };
-        match log.try_append(parked.event, parked.id, parked.weight) {
+        let Parked {
+            event,
+            id,
+            weight,
+            data,
+            completes,
+            responder,
+        } = parked;
+        match log.try_append(event, id, weight) {
             Ok(index) => {
                 self.mirror(stream, index, data);
-                self.admitted(stream, parked.completes, parked.responder);
+                self.admitted(stream, completes, responder);
                 Ok(())
             }
             Err(Full { event, id }) => Err(Parked {
                 event,
                 id,
-                ..parked
+                weight,
+                data,
+                completes,
+                responder,
             }),
         }
     }
