@@ -86,6 +86,25 @@ async fn drive_peer(
     Ok(stdout)
 }
 
+/// The TypeScript SDK's scripted client: the program and its script.
+fn typescript_client() -> anyhow::Result<(PathBuf, PathBuf)> {
+    let dir = peers();
+    require(
+        dir.join("node_modules/@modelcontextprotocol/sdk"),
+        "@modelcontextprotocol/sdk",
+    )?;
+    Ok((PathBuf::from("node"), dir.join("ts_client.mjs")))
+}
+
+/// The Python SDK's scripted client: the venv's python and its script.
+fn python_client() -> anyhow::Result<(PathBuf, PathBuf)> {
+    let python = require(
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/peers-venv/bin/python"),
+        "the Python SDK (mcp) virtualenv",
+    )?;
+    Ok((python, peers().join("py_client.py")))
+}
+
 fn assert_scenario(stdout: &str) {
     assert!(
         stdout.contains("tools: announce,build_info,burst,echo,flood,stream,sum,tick,work"),
@@ -97,12 +116,8 @@ fn assert_scenario(stdout: &str) {
 
 #[tokio::test]
 async fn typescript_sdk_client_resumes_through_the_notice() -> anyhow::Result<()> {
-    let dir = peers();
-    require(
-        dir.join("node_modules/@modelcontextprotocol/sdk"),
-        "@modelcontextprotocol/sdk",
-    )?;
-    let (stdout, stats) = run_peer(PathBuf::from("node"), &[dir.join("ts_client.mjs")]).await?;
+    let (program, script) = typescript_client()?;
+    let (stdout, stats) = run_peer(program, &[script]).await?;
     assert_scenario(&stdout);
     assert!(stdout.contains("unexpected-errors: 0"), "{stdout}");
     assert!(
@@ -114,12 +129,8 @@ async fn typescript_sdk_client_resumes_through_the_notice() -> anyhow::Result<()
 
 #[tokio::test]
 async fn python_sdk_client_resumes_through_the_notice() -> anyhow::Result<()> {
-    let dir = peers();
-    let python = require(
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/peers-venv/bin/python"),
-        "the Python SDK (mcp) virtualenv",
-    )?;
-    let (stdout, stats) = run_peer(python, &[dir.join("py_client.py")]).await?;
+    let (program, script) = python_client()?;
+    let (stdout, stats) = run_peer(program, &[script]).await?;
     assert_scenario(&stdout);
     assert!(
         stats.replayed >= 1,
@@ -335,13 +346,8 @@ async fn run_peer_across_instances(
 
 #[tokio::test]
 async fn typescript_sdk_client_resumes_a_cut_call_on_another_instance() -> anyhow::Result<()> {
-    let dir = peers();
-    require(
-        dir.join("node_modules/@modelcontextprotocol/sdk"),
-        "@modelcontextprotocol/sdk",
-    )?;
-    let (stdout, stats) =
-        run_peer_across_instances(PathBuf::from("node"), &[dir.join("ts_client.mjs")]).await?;
+    let (program, script) = typescript_client()?;
+    let (stdout, stats) = run_peer_across_instances(program, &[script]).await?;
     assert_scenario(&stdout);
     assert!(stdout.contains("unexpected-errors: 0"), "{stdout}");
     assert!(
@@ -353,12 +359,8 @@ async fn typescript_sdk_client_resumes_a_cut_call_on_another_instance() -> anyho
 
 #[tokio::test]
 async fn python_sdk_client_resumes_a_cut_call_on_another_instance() -> anyhow::Result<()> {
-    let dir = peers();
-    let python = require(
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/peers-venv/bin/python"),
-        "the Python SDK's venv",
-    )?;
-    let (stdout, stats) = run_peer_across_instances(python, &[dir.join("py_client.py")]).await?;
+    let (program, script) = python_client()?;
+    let (stdout, stats) = run_peer_across_instances(program, &[script]).await?;
     assert_scenario(&stdout);
     assert!(
         stats.replayed >= 1,
