@@ -210,3 +210,81 @@ async fn an_idle_timeout_shorter_than_the_tool_does_not_fail_the_call() -> anyho
     client.cancel().await?;
     Ok(())
 }
+
+/// Connects a `side` client while the proxy loses the first `count` POSTs
+/// carrying `method`: each reached the server, and its connection closed
+/// before any answer. Then calls `sum` on the session it got.
+async fn handshake_through_losses(side: Side, method: &str, count: usize) -> anyhow::Result<()> {
+    let served = TestServer::new(side).serve().await?;
+    let proxy = Proxy::start(served.addr, "", served.ct.clone()).await?;
+    proxy.lose_posts(method, count);
+    let url = format!("http://{}/mcp", proxy.addr);
+    let client = tokio::time::timeout(
+        LIMIT,
+        rmcp_resume_testkit::scenario::connect(side, ClientConfig::default(), url),
+    )
+    .await??;
+    let params: CallToolRequestParams =
+        serde_json::from_value(json!({ "name": "sum", "arguments": { "a": 2, "b": 3 } }))?;
+    let result = tokio::time::timeout(LIMIT, client.peer().call_tool(params)).await??;
+    assert_eq!(first_text(&result).as_deref(), Some("5"));
+    drop(client);
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_lost_initialize_is_sent_again_and_the_client_connects() -> anyhow::Result<()> {
+    handshake_through_losses(Side::Fork, "\"method\":\"initialize\"", 2).await?;
+    // Upstream's client gives up on the first loss: the test's loss is real.
+    let upstream = handshake_through_losses(Side::Upstream, "\"method\":\"initialize\"", 1).await;
+    assert!(
+        upstream.is_err(),
+        "upstream connected through a lost initialize"
+    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_lost_initialized_notification_is_sent_again() -> anyhow::Result<()> {
+    handshake_through_losses(Side::Fork, "notifications/initialized", 1).await?;
+    let upstream = handshake_through_losses(Side::Upstream, "notifications/initialized", 1).await;
+    assert!(
+        upstream.is_err(),
+        "upstream connected through a lost initialized"
+    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn handshake_losses_past_the_transport_limit_fail_the_connect() -> anyhow::Result<()> {
+    use rmcp::transport::common::client_side_sse::SseRetryPolicy;
+    use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+    let served = TestServer::new(Side::Fork).serve().await?;
+    let proxy = Proxy::start(served.addr, "", served.ct.clone()).await?;
+    // One more loss than `max_transport_failures` (5) allows.
+    proxy.lose_posts("\"method\":\"initialize\"", 6);
+    let mut config =
+        StreamableHttpClientTransportConfig::with_uri(format!("http://{}/mcp", proxy.addr));
+    /// Never out of tries, and quick: only the transport limit can end it.
+    #[derive(Debug)]
+    struct Quick;
+    impl SseRetryPolicy for Quick {
+        fn retry(&self, _current_times: usize) -> Option<Duration> {
+            Some(Duration::from_millis(10))
+        }
+    }
+    config.retry_config = std::sync::Arc::new(Quick);
+    let connected = tokio::time::timeout(
+        LIMIT,
+        ClientConfig::default().serve(StreamableHttpClientTransport::from_config(config)),
+    )
+    .await?;
+    assert!(connected.is_err(), "connected through 6 lost initializes");
+    // The sixth was never sent: the client stopped at its limit.
+    assert_eq!(
+        proxy.posts_to_lose(),
+        1,
+        "the client sent more than its limit"
+    );
+    Ok(())
+}

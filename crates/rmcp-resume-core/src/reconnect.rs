@@ -21,6 +21,7 @@ mod config;
 mod connector;
 mod error;
 mod failure;
+mod handshake;
 mod machine;
 #[cfg(test)]
 mod tests;
@@ -32,6 +33,7 @@ pub use config::{Discontinuity, DiscontinuityObserver, IdRules, ResumeConfig};
 pub use connector::{Connector, ReconnectDisposition, RetryPolicy, SseFrames};
 pub use error::{Attempt, ResumeStreamError};
 pub use failure::{RESUME_FAILED_CODE, RESUME_FAILURE_KEY, ResumeFailure, ResumeFailureKind};
+pub use handshake::resend_handshake;
 
 use crate::resumption::StreamScope;
 

@@ -22,6 +22,7 @@ pub struct Proxy {
     resumed: Arc<Notify>,
     marker: Arc<(Vec<u8>, Notify)>,
     refuse_gets: Arc<AtomicUsize>,
+    lose_posts: Arc<std::sync::Mutex<(Vec<u8>, usize)>>,
     churn: Arc<std::sync::Mutex<Option<Churn>>>,
     cuts: Arc<AtomicUsize>,
 }
@@ -64,6 +65,7 @@ impl Proxy {
             resumed: Arc::default(),
             marker: Arc::new((marker.as_bytes().to_vec(), Notify::new())),
             refuse_gets: Arc::default(),
+            lose_posts: Arc::default(),
             churn: Arc::default(),
             cuts: Arc::default(),
         };
@@ -117,7 +119,8 @@ impl Proxy {
                         self.resumed.notify_one();
                     }
                 }
-                if server_write.write_all(chunk).await.is_err() {
+                let lose = self.loses(chunk);
+                if server_write.write_all(chunk).await.is_err() || lose {
                     break;
                 }
             }
@@ -177,6 +180,36 @@ impl Proxy {
     /// Closes, unanswered, the connections of the next `count` `GET`s.
     pub fn refuse_gets(&self, count: usize) {
         self.refuse_gets.store(count, Ordering::SeqCst);
+    }
+
+    /// Forwards the next `count` requests whose bytes contain `marker` (a
+    /// JSON-RPC method, say), then closes their connections before any
+    /// answer: the server got each, the client learns nothing.
+    pub fn lose_posts(&self, marker: &str, count: usize) {
+        if let Ok(mut lose) = self.lose_posts.lock() {
+            *lose = (marker.as_bytes().to_vec(), count);
+        }
+    }
+
+    /// Losses told of by [`Proxy::lose_posts`] still to come.
+    pub fn posts_to_lose(&self) -> usize {
+        self.lose_posts.lock().map(|lose| lose.1).unwrap_or(0)
+    }
+
+    /// Whether `chunk` is a request to lose, counting it if so.
+    fn loses(&self, chunk: &[u8]) -> bool {
+        let Ok(mut lose) = self.lose_posts.lock() else {
+            return false;
+        };
+        let (marker, count) = &mut *lose;
+        if *count == 0
+            || marker.is_empty()
+            || !chunk.windows(marker.len()).any(|w| w == marker.as_slice())
+        {
+            return false;
+        }
+        *count -= 1;
+        true
     }
 
     /// Closes every connection open now; later ones are unaffected.

@@ -9,6 +9,7 @@ pub use upstream::transport::common::client_side_sse::*;
 
 mod resume;
 
+pub(crate) use resume::Policy;
 pub use resume::{resuming_sse_frames, resuming_sse_stream};
 pub use rmcp_resume_core::reconnect::{
     Attempt, Connector as SseReconnect, Discontinuity, DiscontinuityObserver, IdRules,

@@ -68,6 +68,23 @@ impl<C: StreamableHttpClient> SseReconnect for GetConnector<C> {
     }
 }
 
+/// Whether a `POST` failed in transit, with no HTTP answer: the connection
+/// could not be made, or broke before the response's head arrived.
+pub(super) fn lost_in_transit<E: std::error::Error + Send + Sync + 'static>(
+    error: &StreamableHttpError<E>,
+) -> bool {
+    match error {
+        StreamableHttpError::Io(_) => true,
+        #[cfg(feature = "__reqwest")]
+        StreamableHttpError::Client(inner) => (inner as &(dyn std::error::Error + 'static))
+            .downcast_ref::<reqwest::Error>()
+            .is_some_and(|e| {
+                e.status().is_none() && (e.is_connect() || e.is_request() || e.is_timeout())
+            }),
+        _ => false,
+    }
+}
+
 /// The HTTP status behind an error of the built-in clients, where one is known.
 fn status_of<E: std::error::Error + Send + Sync + 'static>(
     error: &StreamableHttpError<E>,

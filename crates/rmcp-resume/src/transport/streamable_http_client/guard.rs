@@ -9,16 +9,19 @@ use futures::{Stream, StreamExt};
 use http::{HeaderName, HeaderValue};
 use sse_stream::Sse;
 
-use super::connector::GetConnector;
+use super::connector::{GetConnector, lost_in_transit};
 use super::{SseError, StreamableHttpClient, StreamableHttpError, StreamableHttpPostResponse};
 use crate::line::{self, ResponseLimits};
-use crate::model::{ClientJsonRpcMessage, JsonRpcMessage, RequestId};
+use crate::model::{
+    ClientJsonRpcMessage, ClientNotification, ClientRequest, JsonRpcMessage, RequestId,
+};
 use crate::transport::common::client_side_sse::{
     Discontinuity, ReconnectDisposition, ResumeConfig, ResumeStreamError, SseReconnect,
     SseRetryPolicy, StreamScope, resuming_sse_frames,
 };
-use crate::transport::common::client_side_sse::{RESUME_FAILED_CODE, ResumeFailure};
+use crate::transport::common::client_side_sse::{Policy, RESUME_FAILED_CODE, ResumeFailure};
 use crate::transport::common::http_header::HEADER_MCP_PROTOCOL_VERSION;
+use rmcp_resume_core::reconnect::resend_handshake;
 
 /// Why a request failed because its stream could not be resumed, or `None`
 /// when `error` is anything else.
@@ -172,6 +175,21 @@ fn speaks_resumable_revision(headers: &HashMap<HeaderName, HeaderValue>) -> bool
     })
 }
 
+/// `initialize`, or `notifications/initialized`: the messages without
+/// which the client has no session at all.
+fn is_handshake(message: &ClientJsonRpcMessage) -> bool {
+    match message {
+        JsonRpcMessage::Request(request) => {
+            matches!(request.request, ClientRequest::InitializeRequest(_))
+        }
+        JsonRpcMessage::Notification(notification) => matches!(
+            notification.notification,
+            ClientNotification::InitializedNotification(_)
+        ),
+        _ => false,
+    }
+}
+
 fn request_id(message: &ClientJsonRpcMessage) -> Option<RequestId> {
     match message {
         JsonRpcMessage::Request(request) => Some(request.id.clone()),
@@ -200,6 +218,7 @@ impl<C: StreamableHttpClient> ResumeGuard<C> {
         // the request by definition, and upstream reports it as such.
         let request = request_id(&msg).filter(|_| speaks_resumable_revision(&headers));
         let event_limit = line::event_limit(&limits);
+        let handshake = is_handshake(&msg).then(|| msg.clone());
         let posting = line::post(
             &self.inner,
             endpoint.clone(),
@@ -210,7 +229,35 @@ impl<C: StreamableHttpClient> ResumeGuard<C> {
             limits,
         );
         async move {
-            let response = posting.await?;
+            let mut response = posting.await;
+            if let Some(msg) = handshake {
+                // Lost in transit, the handshake is sent again (see
+                // `resend_handshake` for why only the handshake).
+                let policy = Policy(this.retry.clone());
+                let mut failures = 0;
+                while let Err(error) = &response {
+                    if !lost_in_transit(error) {
+                        break;
+                    }
+                    failures += 1;
+                    let Some(delay) = resend_handshake(failures, &this.resume, &policy) else {
+                        break;
+                    };
+                    tracing::debug!(%error, failures, ?delay, "handshake POST lost in transit; sending it again");
+                    tokio::time::sleep(delay).await;
+                    response = line::post(
+                        &this.inner,
+                        endpoint.clone(),
+                        msg.clone(),
+                        sid.clone(),
+                        bearer.clone(),
+                        headers.clone(),
+                        limits,
+                    )
+                    .await;
+                }
+            }
+            let response = response?;
             // Only a request's stream carries a response to protect.
             let (request, stream, named) = match (request, response) {
                 (Some(request), StreamableHttpPostResponse::Sse(stream, named)) => {

@@ -16,7 +16,7 @@ use crate::model::ServerJsonRpcMessage;
 
 /// rmcp's retry policy, as the core's.
 #[derive(Debug)]
-struct Policy(Arc<dyn SseRetryPolicy>);
+pub(crate) struct Policy(pub(crate) Arc<dyn SseRetryPolicy>);
 
 impl RetryPolicy for Policy {
     fn retry(&self, failures: usize) -> Option<Duration> {
