@@ -57,6 +57,7 @@ async fn upstream_server_verdicts() -> anyhow::Result<()> {
         verdicts,
         [
             (checks::priming::ID, Pass),
+            (checks::unbuffered::ID, Pass),
             (checks::malformed::ID, Fail),
             (checks::unknown::ID, Fail),
             (checks::request_resume::ID, Pass),
@@ -258,6 +259,42 @@ async fn bad_endpoints_end_with_one_clear_error() -> anyhow::Result<()> {
     Ok(())
 }
 
+/// A reverse proxy on 127.0.0.1:0 to `server` that forwards requests as
+/// they come and hands each response direction to `downstream`.
+async fn bad_proxy<F, Fut>(
+    server: std::net::SocketAddr,
+    downstream: F,
+) -> anyhow::Result<std::net::SocketAddr>
+where
+    F: Fn(tokio::net::tcp::OwnedReadHalf, tokio::net::tcp::OwnedWriteHalf) -> Fut
+        + Send
+        + Sync
+        + 'static,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let addr = listener.local_addr()?;
+    let downstream = std::sync::Arc::new(downstream);
+    tokio::spawn(async move {
+        while let Ok((client, _)) = listener.accept().await {
+            let Ok(upstream) = tokio::net::TcpStream::connect(server).await else {
+                continue;
+            };
+            let downstream = downstream.clone();
+            tokio::spawn(async move {
+                let (mut client_read, client_write) = client.into_split();
+                let (server_read, mut server_write) = upstream.into_split();
+                let requests = tokio::spawn(async move {
+                    let _ = tokio::io::copy(&mut client_read, &mut server_write).await;
+                });
+                downstream(server_read, client_write).await;
+                requests.abort();
+            });
+        }
+    });
+    Ok(addr)
+}
+
 /// A reverse proxy that closes a connection once the server has sent
 /// nothing for `idle`: a load balancer's idle timeout.
 async fn idle_cutting_proxy(
@@ -265,32 +302,62 @@ async fn idle_cutting_proxy(
     idle: Duration,
 ) -> anyhow::Result<std::net::SocketAddr> {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    let addr = listener.local_addr()?;
-    tokio::spawn(async move {
-        while let Ok((client, _)) = listener.accept().await {
-            let Ok(upstream) = tokio::net::TcpStream::connect(server).await else {
-                continue;
-            };
-            tokio::spawn(async move {
-                let (mut client_read, mut client_write) = client.into_split();
-                let (mut server_read, mut server_write) = upstream.into_split();
-                let requests = tokio::spawn(async move {
-                    let _ = tokio::io::copy(&mut client_read, &mut server_write).await;
-                });
-                let mut buf = vec![0u8; 16 * 1024];
-                // Each read waits at most `idle`; the loop ends with the
-                // connection, or at the first idle spell.
-                while let Ok(Ok(n)) = tokio::time::timeout(idle, server_read.read(&mut buf)).await {
-                    if n == 0 || client_write.write_all(&buf[..n]).await.is_err() {
+    bad_proxy(
+        server,
+        move |mut server_read, mut client_write| async move {
+            let mut buf = vec![0u8; 16 * 1024];
+            // Each read waits at most `idle`; the loop ends with the
+            // connection, or at the first idle spell.
+            while let Ok(Ok(n)) = tokio::time::timeout(idle, server_read.read(&mut buf)).await {
+                if n == 0 || client_write.write_all(&buf[..n]).await.is_err() {
+                    break;
+                }
+            }
+        },
+    )
+    .await
+}
+
+/// A reverse proxy that buffers responses: it holds what the server sends
+/// until 64 KiB have gathered or the server has paused for `flush_idle`,
+/// as a proxy with response buffering on does to an event stream.
+async fn buffering_proxy(
+    server: std::net::SocketAddr,
+    flush_idle: Duration,
+) -> anyhow::Result<std::net::SocketAddr> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    bad_proxy(
+        server,
+        move |mut server_read, mut client_write| async move {
+            let mut buf = vec![0u8; 16 * 1024];
+            let mut held = Vec::new();
+            loop {
+                let read = if held.is_empty() {
+                    Ok(server_read.read(&mut buf).await)
+                } else {
+                    tokio::time::timeout(flush_idle, server_read.read(&mut buf)).await
+                };
+                let more = match read {
+                    Ok(Ok(n)) if n > 0 => {
+                        held.extend_from_slice(&buf[..n]);
+                        held.len() < 64 * 1024
+                    }
+                    Ok(_) => {
+                        let _ = client_write.write_all(&held).await;
                         break;
                     }
+                    Err(_paused) => false,
+                };
+                if !more {
+                    if client_write.write_all(&held).await.is_err() {
+                        break;
+                    }
+                    held.clear();
                 }
-                requests.abort();
-            });
-        }
-    });
-    Ok(addr)
+            }
+        },
+    )
+    .await
 }
 
 async fn through_idle_cut(keep_alive: Option<Duration>) -> anyhow::Result<Report> {
@@ -350,5 +417,37 @@ async fn notifying_a_gone_stream_fails_two_gets() -> anyhow::Result<()> {
     let check = report.get(checks::two_gets::ID).expect("two-gets ran");
     assert_eq!(check.verdict, Verdict::Fail, "{check:#?}");
     assert!(check.evidence.detail.contains("lost"), "{check:#?}");
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_path_that_buffers_event_streams_is_named() -> anyhow::Result<()> {
+    let served = TestServer::new(Side::Fork).serve().await?;
+    let proxy = buffering_proxy(served.addr, Duration::from_millis(300)).await?;
+    let target = Target::new(&format!("http://{proxy}/mcp"), &[], Duration::from_secs(10))?;
+    let options = Options {
+        hold: Duration::ZERO,
+        ..options()
+    };
+    let report = probe(&target, &options, &|_| {}).await?;
+    eprintln!("{}", report.to_text());
+    let check = report.get(checks::unbuffered::ID).expect("unbuffered ran");
+    assert_eq!(check.verdict, Verdict::Fail, "{check:#?}");
+    assert!(
+        check.evidence.detail.contains("buffers event streams"),
+        "{check:#?}"
+    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_server_that_holds_a_call_back_fails_unbuffered() -> anyhow::Result<()> {
+    let report = scripted(Fault::HoldsBack).await?;
+    let check = report.get(checks::unbuffered::ID).expect("unbuffered ran");
+    assert_eq!(check.verdict, Verdict::Fail, "{check:#?}");
+    // The others' calls answer at once: too quick to judge, never a pass.
+    let quick = scripted(Fault::KeepsDeletedSessions).await?;
+    let check = quick.get(checks::unbuffered::ID).expect("unbuffered ran");
+    assert_eq!(check.verdict, Verdict::NotChecked, "{check:#?}");
     Ok(())
 }

@@ -91,6 +91,7 @@ fn expected_for_sdk_servers() -> Vec<(&'static str, Verdict)> {
     use Verdict::{Fail, NotChecked, Pass};
     vec![
         (checks::priming::ID, Pass),
+        (checks::unbuffered::ID, Pass),
         (checks::malformed::ID, Fail),
         (checks::unknown::ID, Fail),
         (checks::request_resume::ID, Pass),

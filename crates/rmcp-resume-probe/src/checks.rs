@@ -3,6 +3,7 @@
 //! | Check | Needs | Passes when |
 //! |---|---|---|
 //! | [`priming`] | — | an SSE stream opens with an event id, no data, and `retry` |
+//! | [`unbuffered`] | `--tool` | a call's frames arrive as it goes, not all at its end |
 //! | [`malformed`] | — | a malformed `Last-Event-ID` gets a `4xx` (not `404`) |
 //! | [`unknown`] | — | a cursor the server never issued is refused, or answered as not honoured |
 //! | [`request_resume`] | `--tool` | a call's stream cut after its priming event resumes to the response, or is refused clearly |
@@ -22,6 +23,7 @@ pub mod request_resume;
 pub mod sessions;
 pub mod strictly_after;
 pub mod two_gets;
+pub mod unbuffered;
 pub mod unknown;
 
 use std::time::{Duration, Instant};

@@ -55,6 +55,7 @@ pub async fn probe(
     };
     let checks = vec![
         checks::priming::run(&ctx).await,
+        checks::unbuffered::run(&ctx).await,
         checks::malformed::run(&ctx).await,
         checks::unknown::run(&ctx).await,
         checks::request_resume::run(&ctx).await,

@@ -44,7 +44,13 @@ pub enum Fault {
     /// Notifications go to the session's first GET only, even once it is
     /// gone (upstream rmcp's #659).
     StarvesSecondGet,
+    /// A call's stream sends nothing until its response is ready, then
+    /// everything at once (what a buffering proxy makes of any server).
+    HoldsBack,
 }
+
+/// How long a [`Fault::HoldsBack`] call holds its stream back.
+pub const HELD_FOR: std::time::Duration = std::time::Duration::from_millis(400);
 
 const STEPS: u64 = 5;
 
@@ -254,6 +260,15 @@ fn call(fault: Fault, book: &mut Book, message: &Value) -> Response {
     if fault == Fault::NoPriming {
         // Ids stay, so only the first frame breaks the promise.
         frames[0].0 = String::new();
+    }
+    if fault == Fault::HoldsBack {
+        let response = sse(&frames, false);
+        let (parts, body) = response.into_parts();
+        let held = futures::stream::once(async move {
+            tokio::time::sleep(HELD_FOR).await;
+            axum::body::to_bytes(body, usize::MAX).await
+        });
+        return Response::from_parts(parts, Body::from_stream(held));
     }
     sse(&frames, false)
 }
