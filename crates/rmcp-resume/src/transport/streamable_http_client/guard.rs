@@ -197,6 +197,33 @@ fn request_id(message: &ClientJsonRpcMessage) -> Option<RequestId> {
     }
 }
 
+/// What a `POST` carries besides its message.
+struct Envelope {
+    endpoint: Arc<str>,
+    sid: Option<Arc<str>>,
+    bearer: Option<String>,
+    headers: HashMap<HeaderName, HeaderValue>,
+    limits: ResponseLimits,
+}
+
+impl Envelope {
+    fn post<'a, C: StreamableHttpClient>(
+        &self,
+        client: &'a C,
+        msg: ClientJsonRpcMessage,
+    ) -> impl Future<Output = PostResult<C::Error>> + Send + use<'a, C> {
+        line::post(
+            client,
+            self.endpoint.clone(),
+            msg,
+            self.sid.clone(),
+            self.bearer.clone(),
+            self.headers.clone(),
+            self.limits,
+        )
+    }
+}
+
 type PostResult<E> = Result<StreamableHttpPostResponse, StreamableHttpError<E>>;
 type GetResult<E> = Result<BoxStream<'static, Result<Sse, SseError>>, StreamableHttpError<E>>;
 
@@ -219,43 +246,21 @@ impl<C: StreamableHttpClient> ResumeGuard<C> {
         let request = request_id(&msg).filter(|_| speaks_resumable_revision(&headers));
         let event_limit = line::event_limit(&limits);
         let handshake = is_handshake(&msg).then(|| msg.clone());
-        let posting = line::post(
-            &self.inner,
-            endpoint.clone(),
-            msg,
-            sid.clone(),
-            bearer.clone(),
-            headers.clone(),
+        let envelope = Envelope {
+            endpoint,
+            sid,
+            bearer,
+            headers,
             limits,
-        );
+        };
+        let posting = envelope.post(&self.inner, msg);
         async move {
             let mut response = posting.await;
             if let Some(msg) = handshake {
-                // Lost in transit, the handshake is sent again (see
-                // `resend_handshake` for why only the handshake).
-                let policy = Policy(this.retry.clone());
-                let mut failures = 0;
-                while let Err(error) = &response {
-                    if !lost_in_transit(error) {
-                        break;
-                    }
-                    failures += 1;
-                    let Some(delay) = resend_handshake(failures, &this.resume, &policy) else {
-                        break;
-                    };
-                    tracing::debug!(%error, failures, ?delay, "handshake POST lost in transit; sending it again");
-                    tokio::time::sleep(delay).await;
-                    response = line::post(
-                        &this.inner,
-                        endpoint.clone(),
-                        msg.clone(),
-                        sid.clone(),
-                        bearer.clone(),
-                        headers.clone(),
-                        limits,
-                    )
+                response = this
+                    .clone()
+                    .resend_lost_handshake(&envelope, msg, response)
                     .await;
-                }
             }
             let response = response?;
             // Only a request's stream carries a response to protect.
@@ -266,6 +271,13 @@ impl<C: StreamableHttpClient> ResumeGuard<C> {
                 (_, response) => return Ok(response),
             };
             // Resumes use the session the server named in its answer, if any.
+            let Envelope {
+                endpoint,
+                sid,
+                bearer,
+                headers,
+                ..
+            } = envelope;
             let session = named.as_deref().map(Arc::from).or(sid);
             let span = stream_span(session.as_ref(), StreamScope::Request, Some(&request));
             let connector = this.connector(endpoint, session, bearer, headers, event_limit);
@@ -282,6 +294,32 @@ impl<C: StreamableHttpClient> ResumeGuard<C> {
             let guarded = guard_request_stream::<C>(frames, request);
             Ok(StreamableHttpPostResponse::Sse(guarded, named))
         }
+    }
+
+    /// `response`, or while it is a loss in transit, the handshake message's
+    /// answer when sent again ([`resend_handshake`] decides, and when). It
+    /// owns its guard so that its future is `Send` while `C` is not `Sync`.
+    async fn resend_lost_handshake(
+        self,
+        envelope: &Envelope,
+        msg: ClientJsonRpcMessage,
+        mut response: PostResult<C::Error>,
+    ) -> PostResult<C::Error> {
+        let policy = Policy(self.retry.clone());
+        let mut failures = 0;
+        while let Err(error) = &response {
+            if !lost_in_transit(error) {
+                break;
+            }
+            failures += 1;
+            let Some(delay) = resend_handshake(failures, &self.resume, &policy) else {
+                break;
+            };
+            tracing::debug!(%error, failures, ?delay, "handshake POST lost in transit; sending it again");
+            tokio::time::sleep(delay).await;
+            response = envelope.post(&self.inner, msg.clone()).await;
+        }
+        response
     }
 
     fn get_guarded(
