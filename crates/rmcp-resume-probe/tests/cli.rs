@@ -45,3 +45,52 @@ fn bad_arguments_are_one_line_and_exit_2() {
         assert!(!stderr.contains("panicked"), "{stderr}");
     }
 }
+
+#[test]
+fn a_server_that_never_answers_ends_at_the_timeout_with_one_line() {
+    // Accepts connections and reads nothing back: the request waits for a
+    // head that never comes.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a port");
+    let addr = listener.local_addr().expect("its address");
+    let held = std::thread::spawn(move || {
+        // The probe gives up on its first connection; hold that one open
+        // past the probe's timeout.
+        let open = listener.accept();
+        std::thread::sleep(Duration::from_secs(3));
+        drop(open);
+    });
+    let url = format!("http://{addr}/mcp");
+    let (code, stderr, took) = probe(&[&url, "--timeout", "1"]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("no answer within"), "{stderr}");
+    assert!(took < Duration::from_secs(3), "{took:?}");
+    let _ = held.join();
+}
+
+#[test]
+fn a_web_page_is_not_mcp_in_one_line() {
+    // A plain HTTP server that answers every request with a page.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a port");
+    let addr = listener.local_addr().expect("its address");
+    let served = std::thread::spawn(move || {
+        use std::io::{Read, Write};
+        if let Ok((mut stream, _)) = listener.accept() {
+            let mut buf = [0u8; 4096];
+            let _ = stream.read(&mut buf);
+            let page = "<html>hello</html>";
+            let _ = write!(
+                stream,
+                "HTTP/1.1 200 OK\r\ncontent-type: text/html\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{page}",
+                page.len()
+            );
+        }
+    });
+    let url = format!("http://{addr}/mcp");
+    let (code, stderr, took) = probe(&[&url, "--timeout", "2"]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("not an MCP"), "{stderr}");
+    assert!(took < Duration::from_secs(5), "{took:?}");
+    let _ = served.join();
+}
