@@ -256,3 +256,29 @@ async fn leapfrog_fork_1_delivers_to_the_surviving_stream() -> anyhow::Result<()
     assert!(scenario::survivor_gets_notified(Side::Fork, WINDOW).await?);
     Ok(())
 }
+
+/// A client of `side` connects to the fork's server while the proxy loses
+/// its first `initialize` (delivered, then the connection closed before any
+/// answer), and calls a tool on the session it got.
+async fn connect_through_a_lost_initialize(side: Side) -> anyhow::Result<()> {
+    let world = scenario::world_of(TestServer::new(Side::Fork), "").await?;
+    world.proxy.lose_posts("\"method\":\"initialize\"", 1);
+    let recorder = ProgressRecorder::default();
+    let client =
+        tokio::time::timeout(LIMIT, scenario::connect(side, recorder, url(&world))).await??;
+    answers(&client).await
+}
+
+#[tokio::test]
+async fn lost_initialize_upstream_1_fails_the_connect() {
+    let outcome = connect_through_a_lost_initialize(Side::Upstream).await;
+    assert!(
+        outcome.is_err(),
+        "upstream 1.8.0 connected through the loss"
+    );
+}
+
+#[tokio::test]
+async fn lost_initialize_fork_1_is_sent_again_and_connects() -> anyhow::Result<()> {
+    connect_through_a_lost_initialize(Side::Fork).await
+}

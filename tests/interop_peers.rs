@@ -270,6 +270,13 @@ fn assert_churn(peer: &str, tally: &serde_json::Value, cuts: usize) {
     // A POST whose connection is cut before any response byte leaves the
     // client no cursor; the TypeScript SDK does not retry it. Such calls are
     // tallied apart ("unsent"), bounded, and every other call must be whole.
+    // Likewise a handshake POST cut in transit: neither SDK sends it again
+    // (the fork's client does), so the peer connects anew; bounded too.
+    let handshakes_lost = tally["handshakes_lost"].as_u64().unwrap_or(0);
+    assert!(
+        handshakes_lost <= 2,
+        "{peer}: too many handshakes lost: {tally}"
+    );
     let unsent = tally["unsent"].as_u64().unwrap_or(0);
     assert!(
         unsent <= 2,

@@ -9,7 +9,8 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 const [url, clients, calls] = [new URL(process.argv[2]), Number(process.argv[3]), Number(process.argv[4])];
 const STEPS = 20;
 const LIMIT_MS = 60000;
-const tally = { calls: 0, whole: 0, duplicated: 0, gapped: 0, failed: 0, hung: 0, unsent: 0 };
+const tally = { calls: 0, whole: 0, duplicated: 0, gapped: 0, failed: 0, hung: 0, unsent: 0, handshakes_lost: 0 };
+const CONNECT_TRIES = 3;
 
 function withLimit(promise) {
   let timer;
@@ -17,11 +18,28 @@ function withLimit(promise) {
   return Promise.race([promise, limit]).finally(() => clearTimeout(timer));
 }
 
+// A handshake POST cut in transit (a fetch TypeError) is lost for good: the
+// SDK does not send it again, and there is no session to resume. The peer
+// connects anew, as an application would, at most CONNECT_TRIES times; the
+// tally counts each such loss.
+async function connect() {
+  for (let attempt = 1; ; attempt++) {
+    const transport = new StreamableHTTPClientTransport(url);
+    transport.onerror = () => {};
+    const client = new Client({ name: "ts-churn", version: "1.0.0" });
+    try {
+      await client.connect(transport);
+      return client;
+    } catch (e) {
+      if (!(e instanceof TypeError) || attempt >= CONNECT_TRIES) throw e;
+      tally.handshakes_lost += 1;
+      await client.close().catch(() => {});
+    }
+  }
+}
+
 async function run() {
-  const transport = new StreamableHTTPClientTransport(url);
-  transport.onerror = () => {};
-  const client = new Client({ name: "ts-churn", version: "1.0.0" });
-  await client.connect(transport);
+  const client = await connect();
   for (let i = 0; i < calls; i++) {
     tally.calls += 1;
     const values = [];
