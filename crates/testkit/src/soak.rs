@@ -164,20 +164,36 @@ pub async fn run(side: Side, seed: u64, shape: Shape) -> anyhow::Result<Tally> {
 
 async fn client(side: Side, url: String, shape: Shape) -> anyhow::Result<Tally> {
     let recorder = ProgressRecorder::default();
-    let service = match side {
+    let connected = match side {
         Side::Fork => {
             recorder
                 .clone()
                 .serve(rmcp::transport::StreamableHttpClientTransport::from_uri(
                     url,
                 ))
-                .await?
+                .await
         }
         Side::Upstream => {
             recorder
                 .clone()
                 .serve(upstream::transport::StreamableHttpClientTransport::from_uri(url))
-                .await?
+                .await
+        }
+    };
+    let service = match connected {
+        Ok(service) => service,
+        // A client that cannot connect loses every call it would have made,
+        // and its ticks: a failure in the tally, for either side, not an
+        // error that ends the soak.
+        Err(error) => {
+            eprintln!("{side:?} client could not connect: {error}");
+            return Ok(Tally {
+                calls: shape.calls,
+                failed: shape.calls,
+                ticks_sent: shape.ticks.0 as usize,
+                ticks_lost: shape.ticks.0 as usize,
+                ..Tally::default()
+            });
         }
     };
     let mut tally = Tally::default();
