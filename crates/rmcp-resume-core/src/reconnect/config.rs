@@ -4,18 +4,22 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::resumption::{IdleTimeout, LostRange, UnprovenPolicy};
+use crate::resumption::{IdleTimeout, LostRange, StreamScope, UnprovenPolicy};
 
-/// A break in the standalone stream the application should know about.
+/// Events the application should know it did not get: a break in the
+/// standalone stream, or notifications lost before a response that still
+/// arrived.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Discontinuity {
-    /// The cursor that could not be resumed.
+    /// The last event delivered before the loss.
     pub cursor: Option<String>,
     /// Why.
     pub reason: String,
     /// The events known to be lost, where the id scheme names them.
     pub lost: Option<LostRange>,
+    /// Which stream lost them.
+    pub stream: StreamScope,
 }
 
 impl Discontinuity {
@@ -26,6 +30,7 @@ impl Discontinuity {
             cursor: None,
             reason,
             lost: None,
+            stream: StreamScope::Standalone,
         }
     }
 }
@@ -33,9 +38,13 @@ impl Discontinuity {
 impl fmt::Display for Discontinuity {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let cursor = self.cursor.as_deref().unwrap_or("-");
+        let stream = match self.stream {
+            StreamScope::Request => "request",
+            StreamScope::Standalone => "standalone",
+        };
         write!(
             f,
-            "standalone stream restarted after cursor {cursor}: {}",
+            "{stream} stream lost events after cursor {cursor}: {}",
             self.reason
         )?;
         if let Some(lost) = &self.lost {
@@ -69,22 +78,39 @@ pub type DiscontinuityObserver = Arc<dyn Fn(&Discontinuity) + Send + Sync>;
 ///
 /// # How attempts are bounded
 ///
-/// Every reconnect is an attempt, and four limits apply at once; the first
+/// Every reconnect is an attempt, and these limits apply at once; the first
 /// one reached ends the stream (a request fails with its cursor named; the
-/// standalone stream drops its cursor, reports a [`Discontinuity`], and
-/// starts afresh):
+/// standalone stream keeps its cursor when the server was only unreachable,
+/// and otherwise drops it, reports a [`Discontinuity`] and starts afresh):
 ///
 /// | Limit | Counts | Reset by |
 /// |---|---|---|
 /// | the retry policy's `max_times` | every attempt that brought no progress, whatever its cause; also gives the delays | progress |
-/// | [`max_failed_resumes`](Self::max_failed_resumes) | resumes the server answered without progress: an empty close, a silent resume, a refusal | progress, or a new cursor |
-/// | [`max_transport_failures`](Self::max_transport_failures) | failures in transit: a broken connection, a failed or timed-out `GET` | progress, or a new cursor |
+/// | [`max_failed_resumes`](Self::max_failed_resumes) | resumes the server answered without progress: an empty close, a vouched server's silence, a refusal | progress, or a new cursor |
+/// | [`max_transport_failures`](Self::max_transport_failures) | failures in transit: a broken connection, a failed or timed-out `GET`, a `409`, a `429` or `503` | progress, or a new cursor |
 /// | [`resume_deadline`](Self::resume_deadline) (request streams) | time since the first failed attempt | progress |
 ///
-/// Progress is a new event id, or the request's response; nothing else (a
-/// message without an id, a priming frame that repeats the cursor) resets
-/// a count. An acknowledged poll (the server's `mcp-replay` notice, then a
-/// close) is the server asking for time: it is counted by the policy alone.
+/// Progress is a new event id, the request's response, the server's
+/// acknowledgement of the cursor (its `mcp-replay` notice), or a resume that
+/// a server that never vouched holds open for
+/// [`silent_resume_timeout`](Self::silent_resume_timeout); nothing else (a
+/// message without an id, a priming frame that repeats the cursor) resets a
+/// count.
+///
+/// # Every wait, and what ends it
+///
+/// | Wait | Ends after | Then |
+/// |---|---|---|
+/// | a reconnect `GET`'s answer | [`connect_timeout`](Self::connect_timeout) (30 s) | a failure in transit |
+/// | a vouched server's first frame on a resume | [`silent_resume_timeout`](Self::silent_resume_timeout) (10 s) | a failed resume |
+/// | any other server's first frame on a resume | [`silent_resume_timeout`](Self::silent_resume_timeout) (10 s) | the resume is refreshed, counted as progress |
+/// | the delay before a reconnect (the policy's, the server's `retry`, `Retry-After`) | [`max_delay`](Self::max_delay) (30 s), its cap | the reconnect |
+/// | a request stream failing to resume | [`resume_deadline`](Self::resume_deadline) (2 min) | the request fails |
+/// | an open stream with no event | [`idle_timeout`](Self::idle_timeout) (off) | the stream is resumed |
+///
+/// A stream the server holds open and keeps quiet is a call still working,
+/// as on a connection never cut: it ends with the request's own timeout
+/// (rmcp's `PeerRequestOptions`), or the idle timeout when one is set.
 #[derive(Clone)]
 #[non_exhaustive]
 pub struct ResumeConfig {
@@ -111,10 +137,17 @@ pub struct ResumeConfig {
     /// failed attempt. Default 30 s.
     pub connect_timeout: Duration,
     /// How long a resume may send nothing at all (no notice, no event)
-    /// before it is tried again, with the policy's backoff. rmcp-resume's
-    /// server always sends a notice first; some servers attach a resume that
-    /// comes too early to nothing. Default 10 s.
+    /// before the client acts. A server that vouched for rmcp's rules always
+    /// sends its notice first, so its silence is a failed resume, tried again
+    /// with the policy's backoff. Any other server's silence is a call still
+    /// working; the resume is refreshed with the same cursor (some servers
+    /// attach a resume that comes early to nothing) and nothing is counted.
+    /// Default 10 s.
     pub silent_resume_timeout: Duration,
+    /// The longest delay before any reconnect: the retry policy's, the
+    /// server's `retry` and a `Retry-After` are each honoured up to this.
+    /// Default 30 s.
+    pub max_delay: Duration,
     /// How long a request stream may go on failing to resume (from its
     /// first failed attempt, until progress) before the request fails.
     /// Default 2 min: the longest the other limits allow with the default
@@ -134,6 +167,7 @@ impl Default for ResumeConfig {
             connect_timeout: Self::DEFAULT_CONNECT_TIMEOUT,
             silent_resume_timeout: Self::DEFAULT_SILENT_RESUME_TIMEOUT,
             resume_deadline: Self::DEFAULT_RESUME_DEADLINE,
+            max_delay: Self::DEFAULT_MAX_DELAY,
         }
     }
 }
@@ -145,6 +179,13 @@ impl ResumeConfig {
     pub const DEFAULT_SILENT_RESUME_TIMEOUT: Duration = Duration::from_secs(10);
     /// Default [`resume_deadline`](Self::resume_deadline).
     pub const DEFAULT_RESUME_DEADLINE: Duration = Duration::from_secs(120);
+    /// Default [`max_delay`](Self::max_delay).
+    pub const DEFAULT_MAX_DELAY: Duration = Duration::from_secs(30);
+
+    /// Sets [`max_delay`](Self::max_delay).
+    pub fn with_max_delay(self, max_delay: Duration) -> Self {
+        Self { max_delay, ..self }
+    }
 
     /// A stream with no event for this long is treated as stalled and
     /// resumed. `None` (the default) never does; see [`IdleTimeout`].
@@ -238,6 +279,7 @@ impl fmt::Debug for ResumeConfig {
             .field("connect_timeout", &self.connect_timeout)
             .field("silent_resume_timeout", &self.silent_resume_timeout)
             .field("resume_deadline", &self.resume_deadline)
+            .field("max_delay", &self.max_delay)
             .finish()
     }
 }

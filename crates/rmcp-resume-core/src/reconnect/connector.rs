@@ -16,8 +16,13 @@ pub type SseFrames = BoxStream<'static, Result<Sse, sse_stream::Error>>;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum ReconnectDisposition {
-    /// Transient: try again after the policy's delay.
+    /// Transient: try again, at once the first time, then after the
+    /// policy's delay.
     Retry,
+    /// The server is overloaded or limiting the rate (`429`, `503`): wait
+    /// its `Retry-After`, else the policy's delay, before trying again;
+    /// never at once.
+    Busy,
     /// The server refused the cursor (for example `400`): resuming with it
     /// again cannot succeed.
     CursorRejected,
@@ -34,18 +39,23 @@ impl ReconnectDisposition {
     /// |---|---|
     /// | `404`, `410` | `SessionLost` |
     /// | `401`, `403`, `405` | `Terminate` |
-    /// | `408`, `425`, `429` | `Retry` |
+    /// | `408`, `409`, `425` | `Retry` |
+    /// | `429`, `503` | `Busy` |
     /// | any other `4xx` (`400` for a refused cursor, …) | `CursorRejected` |
-    /// | anything else (`5xx`, …) | `Retry` |
+    /// | anything else (other `5xx`, …) | `Retry` |
+    ///
+    /// `409` is transient: the TypeScript SDK answers it while the cut
+    /// connection of the same stream is still being cleaned up.
     pub fn for_status(status: StatusCode) -> Self {
         match status {
             StatusCode::NOT_FOUND | StatusCode::GONE => Self::SessionLost,
             StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN | StatusCode::METHOD_NOT_ALLOWED => {
                 Self::Terminate
             }
-            StatusCode::REQUEST_TIMEOUT | StatusCode::TOO_EARLY | StatusCode::TOO_MANY_REQUESTS => {
+            StatusCode::REQUEST_TIMEOUT | StatusCode::CONFLICT | StatusCode::TOO_EARLY => {
                 Self::Retry
             }
+            StatusCode::TOO_MANY_REQUESTS | StatusCode::SERVICE_UNAVAILABLE => Self::Busy,
             status if status.is_client_error() => Self::CursorRejected,
             _ => Self::Retry,
         }
@@ -66,6 +76,19 @@ pub trait Connector: Send + 'static {
     /// Classifies a failed reconnect.
     fn classify(&self, _error: &Self::Error) -> ReconnectDisposition {
         ReconnectDisposition::Retry
+    }
+
+    /// How long the server asked the client to wait (`Retry-After`), where
+    /// the failed reconnect says.
+    fn retry_after(&self, _error: &Self::Error) -> Option<Duration> {
+        None
+    }
+
+    /// Whether a broken stream broke for good: the same bytes would break
+    /// it again (an event over the client's size limit, say), so resuming
+    /// cannot help. Breaks in transit are not final.
+    fn break_is_final(&self, _error: &sse_stream::Error) -> bool {
+        false
     }
 }
 

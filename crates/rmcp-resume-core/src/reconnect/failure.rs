@@ -44,6 +44,7 @@ pub struct ResumeFailure {
 /// | `exhausted` | every attempt failed, or the deadline passed | may repeat its effects |
 /// | `sessionLost` | the session is gone (`404`) | after a new session |
 /// | `fatal` | authentication, `405`, an SSE stream the client cannot parse | will fail again |
+/// | `notResumable` | the stream broke under a revision without resumption (2026-07-28); the request may have run, and was not sent again | may repeat its effects |
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
@@ -58,6 +59,8 @@ pub enum ResumeFailureKind {
     SessionLost,
     /// Nothing will help.
     Fatal,
+    /// The request's stream broke under a revision that has no resumption.
+    NotResumable,
 }
 
 impl ResumeFailure {
@@ -101,6 +104,17 @@ impl ResumeFailure {
             cursor,
             lost,
             attempts,
+        }
+    }
+
+    /// A request whose stream broke under a revision without resumption
+    /// (2026-07-28): the server may have run it; it was not sent again.
+    pub fn not_resumable() -> Self {
+        Self {
+            kind: ResumeFailureKind::NotResumable,
+            cursor: None,
+            lost: None,
+            attempts: None,
         }
     }
 

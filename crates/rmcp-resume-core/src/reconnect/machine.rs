@@ -14,6 +14,18 @@
 //! Counters that span connections (failures, the cursor, the server's
 //! `retry`) live beside the state; everything that belongs to one connection
 //! lives in it.
+//!
+//! # Silence
+//!
+//! A resume that sends nothing is judged by what the server has promised.
+//! A server that vouched for rmcp's rules (its `mcp-replay` notice, or
+//! [`IdRules::Rmcp`]) speaks first on every resume, so its silence for
+//! [`ResumeConfig::silent_resume_timeout`] is a failed resume. Any other
+//! server replays strictly after the cursor and then says nothing until
+//! there is something new, as the spec asks: its silence is a call still
+//! working. Such a resume is refreshed (the same cursor, at once) after
+//! the same timeout, since a server may have attached a resume that came
+//! early to nothing, and the refresh counts as progress, not failure.
 
 use std::mem;
 use std::time::Duration;
@@ -41,8 +53,7 @@ enum State {
     Verifying {
         frames: SseFrames,
         verifier: ResumeVerifier,
-        /// Any frame has arrived (a notice, an event, a priming frame).
-        heard: bool,
+        heard: Heard,
     },
     /// Connected and proven (or fresh): each id is checked against the last.
     Following {
@@ -57,6 +68,17 @@ enum State {
     },
     /// Ended.
     Done,
+}
+
+/// What a resume has said so far.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Heard {
+    /// Nothing yet: the silence timer runs.
+    Nothing,
+    /// A frame (a notice, an event, a priming frame).
+    Frame,
+    /// The server acknowledged the cursor with its notice.
+    Acknowledged,
 }
 
 /// What one read from the open stream gave.
@@ -115,7 +137,7 @@ struct ResponseProbe {
 }
 
 /// Whether `sse` carries a JSON-RPC response (or error): an id, no method.
-fn is_response(sse: &Sse) -> bool {
+pub fn is_response(sse: &Sse) -> bool {
     sse.data
         .as_deref()
         .filter(|d| !d.is_empty())
@@ -123,10 +145,15 @@ fn is_response(sse: &Sse) -> bool {
         .is_some_and(|p| p.id.is_some() && p.method.is_none())
 }
 
-/// Whether a broken stream broke in the SSE syntax itself, not in transit:
+/// Whether a broken stream holds input that cannot be decoded (not UTF-8):
 /// the same bytes would break it again, so resuming cannot help.
-fn is_malformed(error: &sse_stream::Error) -> bool {
-    !matches!(error, sse_stream::Error::Body(_))
+///
+/// The other syntax errors of the parser rmcp uses (an unknown field, a line
+/// without `:`, a repeated field, a `retry` that is not a number) are input
+/// the SSE spec says to ignore. That parser stops at them, so the stream is
+/// resumed past them from its cursor, as a break in transit would be.
+fn is_undecodable(error: &sse_stream::Error) -> bool {
+    matches!(error, sse_stream::Error::Utf8Parse(_))
 }
 
 async fn read(frames: &mut SseFrames, idle: Option<Duration>) -> Read {
@@ -153,11 +180,17 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
         policy: P,
         config: ResumeConfig,
     ) -> Self {
+        // A stream with neither a connection nor a cursor is one whose
+        // opening request failed: its next attempt is its second.
+        let opening_failed = first.is_none() && cursor.is_none();
         let state = match first {
             Some(frames) => State::Following {
                 frames,
                 checker: None,
             },
+            None if opening_failed => {
+                State::Backoff(policy.retry(0).unwrap_or_default().min(config.max_delay))
+            }
             None => State::Backoff(Duration::ZERO),
         };
         let vouched = config.id_rules == IdRules::Rmcp;
@@ -171,7 +204,7 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
             state,
             cursor,
             server_retry: None,
-            failures: 0,
+            failures: usize::from(opening_failed),
             failures_with_cursor: 0,
             transport_failures: 0,
             vouched,
@@ -199,7 +232,13 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
             // connection); it is retried after a while, not waited on forever.
             let silence = self.config.silent_resume_timeout;
             let silence = self.remaining().map_or(silence, |left| left.min(silence));
-            let silent = matches!(self.state, State::Verifying { heard: false, .. });
+            let silent = matches!(
+                self.state,
+                State::Verifying {
+                    heard: Heard::Nothing,
+                    ..
+                }
+            );
             let wait = match (idle, silent) {
                 (Some(idle), true) => Some(idle.min(silence)),
                 (None, true) => Some(silence),
@@ -218,8 +257,10 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
                 | State::Following { frames, .. }
                 | State::Draining { frames, .. } => read(frames, wait).await,
             };
-            if let (State::Verifying { heard, .. }, Read::Frame(_)) = (&mut self.state, &read) {
-                *heard = true;
+            if let (State::Verifying { heard, .. }, Read::Frame(_)) = (&mut self.state, &read)
+                && *heard == Heard::Nothing
+            {
+                *heard = Heard::Frame;
             }
             if matches!(self.state, State::Draining { .. }) && !matches!(read, Read::Frame(_)) {
                 // Answered: its end is the end, however it comes.
@@ -242,7 +283,16 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
                     Frame::Fail(error, Some(sse))
                         if self.scope == StreamScope::Request && is_response(&sse) =>
                     {
-                        tracing::warn!(parent: &self.span, %error, cursor = ?self.cursor, "delivering a response that arrived after a break in its stream");
+                        // The application hears of the notifications lost
+                        // before it, as of any other loss.
+                        self.report(Discontinuity {
+                            cursor: self.cursor.clone(),
+                            lost: lost_of(&error),
+                            reason: format!(
+                                "delivering the response after a break in its stream: {error}"
+                            ),
+                            stream: StreamScope::Request,
+                        });
                         self.progress();
                         self.drain();
                         return Some(Ok(*sse));
@@ -253,6 +303,14 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
                         }
                     }
                 },
+                Read::Idle if silent && !self.vouched => {
+                    // The server holds the resume and has nothing new: a
+                    // call still working. Refresh it, in case it was
+                    // attached to nothing, without counting it.
+                    tracing::debug!(parent: &self.span, cursor = ?self.cursor, ?silence, "resume quiet; refreshing it");
+                    self.progress();
+                    self.state = State::Backoff(Duration::ZERO);
+                }
                 Read::Idle if silent => {
                     tracing::debug!(parent: &self.span, cursor = ?self.cursor, ?silence, "resume stayed silent; trying again");
                     if let Some(end) = self.resume_brought_nothing(Attempt::Silent(silence)) {
@@ -263,8 +321,10 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
                     tracing::debug!(parent: &self.span, cursor = ?self.cursor, ?idle, "SSE stream idle; resuming it");
                     self.state = State::Backoff(Duration::ZERO);
                 }
-                Read::Broke(error) if is_malformed(&error) => {
-                    tracing::debug!(parent: &self.span, %error, cursor = ?self.cursor, "SSE stream malformed");
+                Read::Broke(error)
+                    if is_undecodable(&error) || self.connector.break_is_final(&error) =>
+                {
+                    tracing::debug!(parent: &self.span, %error, cursor = ?self.cursor, "SSE stream cannot be read");
                     if let Some(end) = self.resume_failed(ResumeStreamError::Malformed(error)) {
                         return Some(Err(end));
                     }
@@ -310,7 +370,7 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
                     Some(verifier) => State::Verifying {
                         frames,
                         verifier,
-                        heard: false,
+                        heard: Heard::Nothing,
                     },
                     None => State::Following {
                         frames,
@@ -327,6 +387,13 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
                     cursor,
                     source: error,
                 })
+            }
+            (ReconnectDisposition::Busy, _) => {
+                // Never at once: the server asked for time, if only by its status.
+                let asked = self.connector.retry_after(&error);
+                let policy = self.policy.retry(self.failures.max(1));
+                let wait = asked.max(policy).unwrap_or_default();
+                self.attempt_failed_after(Attempt::Connect(error), Some(wait))
             }
             // Nothing to reject without a cursor: treat it as transient.
             (ReconnectDisposition::Retry | ReconnectDisposition::CursorRejected, _) => {
@@ -401,8 +468,20 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
                 return Frame::Skip;
             }
         };
+        let ours = self
+            .cursor
+            .as_deref()
+            .and_then(|c| EventCursor::parse(c).ok());
+        if ours.as_ref() != Some(&notice.cursor) {
+            // About another resume than this one: it proves nothing here.
+            tracing::debug!(parent: &self.span, cursor = ?self.cursor, notice = %notice.cursor, "ignoring a replay notice for another cursor");
+            return Frame::Skip;
+        }
         let unproven = self.config.unproven;
-        let State::Verifying { verifier, .. } = &mut self.state else {
+        let State::Verifying {
+            verifier, heard, ..
+        } = &mut self.state
+        else {
             return Frame::Skip;
         };
         if !self.vouched {
@@ -421,23 +500,38 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
             Verdict::ResumptionFailed(error) if self.scope == StreamScope::Standalone => {
                 self.follow(None);
                 self.failures_with_cursor = 0;
-                let gap = Discontinuity {
-                    cursor: self.cursor.take(),
+                // The fresh stream starts at the floor: a break before its
+                // first event resumes from there, not from nothing.
+                let before_floor = notice
+                    .floor
+                    .as_ref()
+                    .and_then(EventCursor::as_rmcp)
+                    .and_then(|f| f.index.checked_sub(1).map(|i| f.with_index(i)));
+                let cursor = mem::replace(&mut self.cursor, before_floor.map(|id| id.to_string()));
+                self.report(Discontinuity {
+                    cursor,
                     lost: error.lost(),
                     reason: error.to_string(),
-                };
-                self.report(gap);
+                    stream: StreamScope::Standalone,
+                });
                 Frame::Skip
             }
             Verdict::ResumptionFailed(error) => {
                 Frame::Fail(ResumeStreamError::Resumption(error), None)
             }
-            _ => Frame::Skip,
+            // Acknowledged: the server holds the cursor, which is progress
+            // for every count and deadline, whether or not events follow.
+            Verdict::Resumed(_) | Verdict::Delayed => {
+                *heard = Heard::Acknowledged;
+                self.progress();
+                Frame::Skip
+            }
+            Verdict::SessionLost(_) => Frame::Skip,
         }
     }
 
     fn report(&self, gap: Discontinuity) {
-        tracing::warn!(parent: &self.span, cursor = ?gap.cursor, reason = %gap.reason, lost = ?gap.lost, "standalone SSE stream lost continuity; starting afresh");
+        tracing::warn!(parent: &self.span, cursor = ?gap.cursor, reason = %gap.reason, lost = ?gap.lost, "SSE stream lost continuity");
         if let Some(observer) = &self.config.on_discontinuity {
             observer(&gap);
         }
@@ -449,6 +543,7 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
         // repeat of the last one (the cursor) is a duplicate.
         let judged = self.vouched || matches!(self.state, State::Verifying { .. });
         let parsed = if judged { self.judge(id) } else { None };
+        let draining = matches!(self.state, State::Draining { .. });
         match &mut self.state {
             State::Verifying { verifier, .. } => {
                 if verifier.on_event(parsed.as_ref()) == EventAction::SkipDuplicate {
@@ -481,6 +576,26 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
                     (Some(checker), Some(parsed)) => match checker.observe(&parsed) {
                         Ok(Continuity::Duplicate) => return Ok(false),
                         Ok(_) => {}
+                        // Answered: nothing after the response can fail it.
+                        Err(_) if draining => return Ok(false),
+                        // A live standalone stream keeps its connection: the
+                        // loss is reported, and checking goes on from here.
+                        Err(error) if self.scope == StreamScope::Standalone => {
+                            *checker = ContinuityChecker::new(parsed);
+                            let lost = match &error {
+                                ContinuityError::Gap { lost, .. } => Some(*lost),
+                                _ => None,
+                            };
+                            let cursor = self.cursor.replace(id.to_owned());
+                            self.progress();
+                            self.report(Discontinuity {
+                                cursor,
+                                lost,
+                                reason: error.to_string(),
+                                stream: StreamScope::Standalone,
+                            });
+                            return Ok(true);
+                        }
                         Err(error) => return Err(ResumeStreamError::Continuity(error)),
                     },
                     // The first id of a fresh stream starts the checking.
@@ -556,8 +671,9 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
         if let State::Verifying { mut verifier, .. } = closed {
             verifier.on_close();
             return match verifier.verdict() {
-                // An acknowledged poll with nothing new: wait, keep the cursor.
-                Verdict::Delayed => self.schedule(Attempt::NothingNew),
+                // An acknowledged poll with nothing new (its notice was the
+                // progress): the server's `retry`, and nothing counted.
+                Verdict::Delayed => self.schedule_after_progress(),
                 Verdict::ResumptionFailed(error @ ResumptionError::EmptyStream { .. }) => {
                     self.resume_brought_nothing(Attempt::Resumption(error))
                 }
@@ -579,8 +695,12 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
     }
 
     fn schedule_after_progress(&mut self) -> Option<ResumeStreamError<C::Error>> {
-        match self.server_retry.or_else(|| self.policy.retry(0)) {
+        let asked = self.server_retry.filter(|retry| !retry.is_zero());
+        match asked.or_else(|| self.policy.retry(0)) {
             Some(delay) => {
+                // The server's `retry` is honoured up to the cap: a request
+                // must not wait a day because a server said so.
+                let delay = delay.min(self.config.max_delay);
                 // Closing after progress is not a failure, but the next close
                 // without progress is.
                 self.failures = 1;
@@ -612,7 +732,7 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
             Some(delay) => {
                 self.failures += 1;
                 let delay = self.server_retry.map_or(delay, |server| server.max(delay));
-                self.state = State::Backoff(delay);
+                self.state = State::Backoff(delay.min(self.config.max_delay));
                 None
             }
             None => {
@@ -632,6 +752,16 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
     /// the policy's backoff. Every such failure with one cursor counts toward
     /// `max_transport_failures`.
     fn attempt_failed(&mut self, last: Attempt<C::Error>) -> Option<ResumeStreamError<C::Error>> {
+        self.attempt_failed_after(last, None)
+    }
+
+    /// [`attempt_failed`](Self::attempt_failed), waiting at least `wait`
+    /// (what a busy server asked for) before the next attempt.
+    fn attempt_failed_after(
+        &mut self,
+        last: Attempt<C::Error>,
+        wait: Option<Duration>,
+    ) -> Option<ResumeStreamError<C::Error>> {
         self.state = State::Done;
         self.failing_since.get_or_insert_with(Instant::now);
         let last = match self.unresumable(last) {
@@ -656,8 +786,9 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
                 } else {
                     delay
                 };
+                let delay = wait.map_or(delay, |wait| wait.max(delay));
                 self.failures += 1;
-                self.state = State::Backoff(delay);
+                self.state = State::Backoff(delay.min(self.config.max_delay));
                 None
             }
             None => Some(ResumeStreamError::Exhausted {
@@ -695,16 +826,19 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
         self.state = State::Done;
         match self.scope {
             StreamScope::Request => Some(error),
+            StreamScope::Standalone if unreached(&error) => {
+                // A server that could not be reached has not refused the
+                // cursor: keep it, and keep trying within the policy.
+                self.failures_with_cursor = 0;
+                self.transport_failures = 0;
+                self.schedule(error.into())
+            }
             StreamScope::Standalone => {
-                let lost = match &error {
-                    ResumeStreamError::Resumption(e) => e.lost(),
-                    ResumeStreamError::Continuity(ContinuityError::Gap { lost, .. }) => Some(*lost),
-                    _ => None,
-                };
                 let gap = Discontinuity {
                     cursor: self.cursor.take(),
                     reason: error.to_string(),
-                    lost,
+                    lost: lost_of(&error),
+                    stream: StreamScope::Standalone,
                 };
                 self.report(gap);
                 self.failures_with_cursor = 0;
@@ -713,4 +847,31 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
             }
         }
     }
+}
+
+/// The events `error` names as lost, where the id scheme names them.
+fn lost_of<E: std::error::Error + 'static>(
+    error: &ResumeStreamError<E>,
+) -> Option<crate::resumption::LostRange> {
+    match error {
+        ResumeStreamError::Resumption(e) => e.lost(),
+        ResumeStreamError::Continuity(ContinuityError::Gap { lost, .. }) => Some(*lost),
+        _ => None,
+    }
+}
+
+/// Whether `error` ended a stream only because the server could not be
+/// reached (or stayed silent), not because it refused the cursor.
+fn unreached<E: std::error::Error + 'static>(error: &ResumeStreamError<E>) -> bool {
+    matches!(
+        error,
+        ResumeStreamError::Exhausted { last, .. }
+            if matches!(
+                **last,
+                Attempt::Connect(_)
+                    | Attempt::ConnectTimeout(_)
+                    | Attempt::Transport(_)
+                    | Attempt::Silent(_)
+            )
+    )
 }

@@ -15,7 +15,7 @@ use crate::resumption::{ContinuityError, IdleTimeout, ResumptionError, StreamSco
 
 #[derive(Debug, thiserror::Error)]
 #[error("HTTP {0}")]
-struct Status(u16);
+struct Status(u16, Option<Duration>);
 
 /// One scripted answer to a GET.
 enum Answer {
@@ -29,7 +29,19 @@ enum Answer {
     Break(Vec<Sse>),
     /// The GET never answers.
     Hang,
+    /// 200 with these frames, then silence for this long, then the
+    /// connection breaks (a proxy that limits a connection's lifetime).
+    BreakAfter(Vec<Sse>, Duration),
+    /// 200 with these frames, then an event over the client's size limit.
+    Oversize(Vec<Sse>),
+    /// An HTTP error with a `Retry-After`.
+    Busy(u16, Duration),
 }
+
+/// The error a client's size limit gives (see `Connector::break_is_final`).
+#[derive(Debug, thiserror::Error)]
+#[error("SSE event over the size limit")]
+struct TooLarge;
 
 /// When each GET was made (since the script started) and with which cursor.
 type Entry = (Duration, Option<String>);
@@ -91,7 +103,24 @@ impl Connector for Script {
                 Answer::Stall(frames) => Ok(futures::stream::iter(frames.into_iter().map(Ok))
                     .chain(futures::stream::pending())
                     .boxed()),
-                Answer::Status(status) => Err(Status(status)),
+                Answer::Status(status) => Err(Status(status, None)),
+                Answer::Busy(status, after) => Err(Status(status, Some(after))),
+                Answer::BreakAfter(frames, after) => {
+                    let reset = std::io::Error::from(std::io::ErrorKind::ConnectionReset);
+                    let broken = sse_stream::Error::Body(Box::new(reset));
+                    Ok(futures::stream::iter(frames.into_iter().map(Ok))
+                        .chain(futures::stream::once(async move {
+                            tokio::time::sleep(after).await;
+                            Err(broken)
+                        }))
+                        .boxed())
+                }
+                Answer::Oversize(frames) => {
+                    let broken = sse_stream::Error::Body(Box::new(TooLarge));
+                    Ok(futures::stream::iter(frames.into_iter().map(Ok))
+                        .chain(futures::stream::once(async move { Err(broken) }))
+                        .boxed())
+                }
                 Answer::Hang => std::future::pending().await,
                 Answer::Break(frames) => {
                     let reset = std::io::Error::from(std::io::ErrorKind::ConnectionReset);
@@ -105,12 +134,18 @@ impl Connector for Script {
     }
 
     fn classify(&self, error: &Status) -> ReconnectDisposition {
-        match error.0 {
-            400 => ReconnectDisposition::CursorRejected,
-            404 => ReconnectDisposition::SessionLost,
-            401 | 403 | 405 => ReconnectDisposition::Terminate,
-            _ => ReconnectDisposition::Retry,
-        }
+        http::StatusCode::from_u16(error.0).map_or(
+            ReconnectDisposition::Retry,
+            ReconnectDisposition::for_status,
+        )
+    }
+
+    fn retry_after(&self, error: &Status) -> Option<Duration> {
+        error.1
+    }
+
+    fn break_is_final(&self, error: &sse_stream::Error) -> bool {
+        matches!(error, sse_stream::Error::Body(e) if e.is::<TooLarge>())
     }
 }
 
@@ -576,7 +611,7 @@ async fn session_lost_on_404() {
     );
     let (_, error) = drain(stream).await;
     assert!(
-        matches!(error, Some(ResumeStreamError::SessionLost(Status(404)))),
+        matches!(error, Some(ResumeStreamError::SessionLost(Status(404, _)))),
         "{error:?}"
     );
     assert_eq!(log.entries().len(), 1);
@@ -617,8 +652,10 @@ async fn stalled_stream_is_resumed_with_its_cursor_after_the_idle_timeout() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn event_store_poller_keeps_its_cursor_and_backs_off() {
-    // SEP-1699 polling against a server that acknowledges "nothing new yet".
+async fn event_store_poller_keeps_its_cursor_and_does_not_escalate() {
+    // SEP-1699 polling against a server that acknowledges "nothing new yet":
+    // each acknowledgement is progress, so the delay stays the first one and
+    // a policy's `max_times` is never reached.
     let (script, log) = Script::new(
         vec![
             Answer::Frames(vec![notice("7", Some("1"), true)]),
@@ -632,7 +669,7 @@ async fn event_store_poller_keeps_its_cursor_and_backs_off() {
         cut_after("7"),
         script,
         StreamScope::Request,
-        backoff(Some(3), 100),
+        backoff(Some(1), 100),
         ResumeConfig::default(),
     );
     let mut stream = std::pin::pin!(stream);
@@ -643,10 +680,7 @@ async fn event_store_poller_keeps_its_cursor_and_backs_off() {
         vec![cut_after("7"); 3],
         "the cursor is never dropped"
     );
-    assert_eq!(
-        log.gaps(),
-        [Duration::from_millis(100), Duration::from_millis(200)]
-    );
+    assert_eq!(log.gaps(), [Duration::from_millis(100); 2]);
 }
 
 #[tokio::test(start_paused = true)]
@@ -771,7 +805,7 @@ async fn terminal_statuses_stop_without_retrying() {
         );
         let (_, error) = drain(stream).await;
         assert!(
-            matches!(error, Some(ResumeStreamError::Fatal(Status(s))) if s == status),
+            matches!(error, Some(ResumeStreamError::Fatal(Status(s, _))) if s == status),
             "{error:?}"
         );
         assert_eq!(log.entries().len(), 1, "{status}");
@@ -957,9 +991,10 @@ async fn a_reconnect_that_never_answers_times_out_and_counts() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn a_silent_resume_is_tried_again_and_then_answers() {
-    // The first resume is attached to nothing and never sends a byte; the
-    // second finds the response.
+async fn a_silent_resume_is_refreshed_and_then_answers() {
+    // The first resume is attached to nothing and never sends a byte (the
+    // Python SDK's server does this to a resume that comes early); the
+    // refresh, at once after the timeout, finds the response.
     let (script, log) = Script::new(
         vec![Answer::Stall(vec![]), Answer::Frames(vec![response("4/1")])],
         || Answer::Frames(vec![]),
@@ -979,7 +1014,7 @@ async fn a_silent_resume_is_tried_again_and_then_answers() {
     assert!(error.is_none(), "{error:?}");
     assert_eq!(messages.len(), 1);
     assert_eq!(log.cursors(), vec![cut_after("3/1"); 2]);
-    assert_eq!(log.gaps(), [Duration::from_millis(2_010)]);
+    assert_eq!(log.gaps(), [Duration::from_secs(2)]);
 }
 
 #[tokio::test(start_paused = true)]
@@ -1005,12 +1040,14 @@ async fn an_acknowledged_resume_may_stay_quiet() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn resumes_that_stay_silent_are_counted_and_end() {
-    // A server that attaches every resume to nothing (a shadow that never
-    // gets events): each attempt waits out the silence, and the third fails
-    // the request instead of trying forever.
+async fn a_vouched_servers_silent_resumes_are_counted_and_end() {
+    // A server that promised to speak first on every resume (rmcp's rules)
+    // and attaches every resume to nothing: each attempt waits out the
+    // silence, and the third fails the request instead of trying forever.
     let (script, log) = Script::new(vec![], || Answer::Stall(vec![]));
-    let config = ResumeConfig::default().with_silent_resume_timeout(Duration::from_secs(2));
+    let config = ResumeConfig::default()
+        .with_silent_resume_timeout(Duration::from_secs(2))
+        .with_id_rules(IdRules::Rmcp);
     let stream = resuming_sse_stream(
         None,
         cut_after("3/1"),
@@ -1032,13 +1069,21 @@ async fn resumes_that_stay_silent_are_counted_and_end() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn a_malformed_stream_fails_the_request_without_resuming() {
-    // A frame that breaks the SSE syntax would break every replay the same
-    // way: the request fails at once.
+async fn an_undecodable_stream_fails_the_request_without_resuming() {
+    // Bytes that are not UTF-8 would break every replay the same way: the
+    // request fails at once.
     let (script, log) = Script::new(vec![], || Answer::Frames(vec![response("9/1")]));
-    let first =
-        futures::stream::iter([Ok(priming("0/1", 10)), Err(sse_stream::Error::InvalidLine)])
-            .boxed();
+    let invalid = String::from_utf8(vec![0xff_u8, 0xfe])
+        .err()
+        .map(|e| e.utf8_error());
+    let Some(invalid) = invalid else {
+        panic!("0xff 0xfe is not UTF-8");
+    };
+    let first = futures::stream::iter([
+        Ok(priming("0/1", 10)),
+        Err(sse_stream::Error::Utf8Parse(invalid)),
+    ])
+    .boxed();
     let stream = resuming_sse_stream(
         Some(first),
         None,
@@ -1187,3 +1232,6 @@ async fn log_lines_are_children_of_the_span_the_stream_was_built_in() {
     assert!(all > 0, "the break is logged");
     assert_eq!(inside, all, "every line under the stream's span");
 }
+
+/// The client review's findings (2026-12), one scripted case each.
+mod findings;

@@ -111,6 +111,13 @@ mod client {
         None
     }
 
+    /// 1.8's errors carry no `Retry-After`.
+    pub(crate) fn retry_after<E: std::error::Error + Send + Sync + 'static>(
+        _error: &StreamableHttpError<E>,
+    ) -> Option<std::time::Duration> {
+        None
+    }
+
     /// 1.8 reads SSE events of any size.
     #[derive(Clone, Copy, Debug, Default)]
     pub(crate) struct ResponseLimits(());

@@ -144,6 +144,20 @@ mod client {
         }
     }
 
+    /// The `Retry-After` a client error carries, as a delay from now.
+    pub(crate) fn retry_after<E: std::error::Error + Send + Sync + 'static>(
+        error: &StreamableHttpError<E>,
+    ) -> Option<std::time::Duration> {
+        match error {
+            StreamableHttpError::HttpStatus(status) => {
+                status.retry_after.as_deref().and_then(|v| {
+                    rmcp_resume_core::reconnect::retry_after_delay(v, std::time::SystemTime::now())
+                })
+            }
+            _ => None,
+        }
+    }
+
     /// The largest SSE event the client accepts under `limits`.
     pub(crate) fn event_limit(limits: &ResponseLimits) -> usize {
         limits.max_sse_event_size

@@ -50,6 +50,14 @@ impl<C: StreamableHttpClient> SseReconnect for GetConnector<C> {
         })
     }
 
+    fn retry_after(&self, error: &Self::Error) -> Option<std::time::Duration> {
+        crate::line::retry_after(error)
+    }
+
+    fn break_is_final(&self, error: &sse_stream::Error) -> bool {
+        over_size_limit::<C>(error)
+    }
+
     fn classify(&self, error: &Self::Error) -> ReconnectDisposition {
         match error {
             StreamableHttpError::ServerDoesNotSupportSse
@@ -66,6 +74,38 @@ impl<C: StreamableHttpClient> SseReconnect for GetConnector<C> {
             ),
         }
     }
+}
+
+/// Whether `error` is the event size limit of upstream's reqwest client
+/// (`max_sse_event_size`): that client's body errors always carry the
+/// reqwest error that caused them, and the limit's own error carries none.
+/// Other clients' body errors cannot be told apart, and are taken as breaks
+/// in transit.
+fn over_size_limit<C: 'static>(error: &sse_stream::Error) -> bool {
+    #[cfg(feature = "__reqwest")]
+    if std::any::TypeId::of::<C>() == std::any::TypeId::of::<reqwest::Client>() {
+        return matches!(error, sse_stream::Error::Body(inner) if inner.source().is_none());
+    }
+    let _ = error;
+    false
+}
+
+/// Whether a failed opening `GET` is the fork's to retry: lost in transit,
+/// or a status that says "later". Anything else (a wrong content type, say:
+/// a web page where the endpoint should be) is upstream's to decide, which
+/// stops the stream as upstream does.
+pub(super) fn opening_retryable<C: StreamableHttpClient>(
+    connector: &GetConnector<C>,
+    error: &StreamableHttpError<C::Error>,
+) -> bool {
+    if matches!(error, StreamableHttpError::UnexpectedContentType(_)) {
+        return false;
+    }
+    lost_in_transit(error)
+        || matches!(
+            connector.classify(error),
+            ReconnectDisposition::Retry | ReconnectDisposition::Busy
+        )
 }
 
 /// Whether a `POST` failed in transit, with no HTTP answer: the connection

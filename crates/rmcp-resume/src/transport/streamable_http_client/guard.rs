@@ -9,15 +9,15 @@ use futures::{Stream, StreamExt};
 use http::{HeaderName, HeaderValue};
 use sse_stream::Sse;
 
-use super::connector::{GetConnector, lost_in_transit};
+use super::connector::{GetConnector, lost_in_transit, opening_retryable};
 use super::{SseError, StreamableHttpClient, StreamableHttpError, StreamableHttpPostResponse};
 use crate::line::{self, ResponseLimits};
 use crate::model::{
     ClientJsonRpcMessage, ClientNotification, ClientRequest, JsonRpcMessage, RequestId,
 };
 use crate::transport::common::client_side_sse::{
-    Discontinuity, ReconnectDisposition, ResumeConfig, ResumeStreamError, SseReconnect,
-    SseRetryPolicy, StreamScope, resuming_sse_frames,
+    Discontinuity, ResumeConfig, ResumeStreamError, SseRetryPolicy, StreamScope,
+    resuming_sse_frames,
 };
 use crate::transport::common::client_side_sse::{Policy, RESUME_FAILED_CODE, ResumeFailure};
 use crate::transport::common::http_header::HEADER_MCP_PROTOCOL_VERSION;
@@ -142,6 +142,52 @@ fn guard_request_stream<C: StreamableHttpClient>(
     .boxed()
 }
 
+/// A request's response stream under a revision without resumption: its
+/// frames as they come, and if it breaks or ends before the response, a
+/// failure that says the request may have run and was not sent again
+/// (instead of upstream's bare "transport closed").
+fn unresumable_request_stream(
+    stream: BoxStream<'static, Result<Sse, SseError>>,
+    request: RequestId,
+) -> BoxStream<'static, Result<Sse, SseError>> {
+    let failure = move |why: String| {
+        let error = crate::model::ErrorData::new(
+            crate::model::ErrorCode(RESUME_FAILED_CODE),
+            format!(
+                "the request's stream {why}; this protocol revision has no resumption, so the request may have run and was not sent again"
+            ),
+            Some(ResumeFailure::not_resumable().to_data()),
+        );
+        let body = serde_json::json!({ "jsonrpc": "2.0", "id": request, "error": error });
+        Sse {
+            event: None,
+            data: Some(body.to_string()),
+            id: None,
+            retry: None,
+        }
+    };
+    // `Some(stream)` until the response (or the failure) has gone out.
+    futures::stream::unfold((Some(stream), false), move |(state, answered)| {
+        let failure = failure.clone();
+        async move {
+            let mut stream = state?;
+            match stream.next().await {
+                Some(Ok(sse)) => {
+                    let answered = answered || rmcp_resume_core::reconnect::is_response(&sse);
+                    Some((Ok(sse), (Some(stream), answered)))
+                }
+                Some(Err(_)) | None if answered => None,
+                Some(Err(error)) => Some((Ok(failure(format!("broke ({error})"))), (None, true))),
+                None => Some((
+                    Ok(failure("ended before its response".to_owned())),
+                    (None, true),
+                )),
+            }
+        }
+    })
+    .boxed()
+}
+
 /// The span a stream's log lines carry: WARN, so that its fields are there
 /// whenever a warning is.
 fn stream_span(
@@ -243,7 +289,9 @@ impl<C: StreamableHttpClient> ResumeGuard<C> {
         let this = self.clone();
         // Revisions from 2026-07-28 have no resumption: a broken stream loses
         // the request by definition, and upstream reports it as such.
-        let request = request_id(&msg).filter(|_| speaks_resumable_revision(&headers));
+        let resumable = speaks_resumable_revision(&headers);
+        let request = request_id(&msg).filter(|_| resumable);
+        let unresumable = request_id(&msg).filter(|_| !resumable);
         let event_limit = line::event_limit(&limits);
         let handshake = is_handshake(&msg).then(|| msg.clone());
         let envelope = Envelope {
@@ -267,6 +315,13 @@ impl<C: StreamableHttpClient> ResumeGuard<C> {
             let (request, stream, named) = match (request, response) {
                 (Some(request), StreamableHttpPostResponse::Sse(stream, named)) => {
                     (request, stream, named)
+                }
+                (None, StreamableHttpPostResponse::Sse(stream, named)) => {
+                    let stream = match unresumable {
+                        Some(request) => unresumable_request_stream(stream, request),
+                        None => stream,
+                    };
+                    return Ok(StreamableHttpPostResponse::Sse(stream, named));
                 }
                 (_, response) => return Ok(response),
             };
@@ -370,7 +425,7 @@ impl<C: StreamableHttpClient> ResumeGuard<C> {
                 // A first GET lost in transit is the fork's to retry: handed
                 // back, upstream's worker would never open the stream again,
                 // and the session would get no server notification for life.
-                Err(error) if connector.classify(&error) == ReconnectDisposition::Retry => {
+                Err(error) if opening_retryable(&connector, &error) => {
                     tracing::debug!(%error, "first SSE GET failed; retrying it");
                     None
                 }

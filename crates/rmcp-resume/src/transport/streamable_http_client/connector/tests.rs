@@ -27,8 +27,13 @@ fn statuses_map_to_dispositions() {
     assert_eq!(of(410), ReconnectDisposition::SessionLost);
     assert_eq!(of(401), ReconnectDisposition::Terminate);
     assert_eq!(of(405), ReconnectDisposition::Terminate);
-    assert_eq!(of(429), ReconnectDisposition::Retry);
+    assert_eq!(of(429), ReconnectDisposition::Busy);
     assert_eq!(of(400), ReconnectDisposition::CursorRejected);
-    assert_eq!(of(409), ReconnectDisposition::CursorRejected);
-    assert_eq!(of(503), ReconnectDisposition::Retry);
+    assert_eq!(
+        of(409),
+        ReconnectDisposition::Retry,
+        "the TypeScript SDK's cleanup race"
+    );
+    assert_eq!(of(503), ReconnectDisposition::Busy);
+    assert_eq!(of(502), ReconnectDisposition::Retry);
 }
