@@ -566,3 +566,6 @@ impl<C: StreamableHttpClient> StreamableHttpClient for ResumeGuard<C> {
         self.get_guarded(endpoint, sid, cursor, bearer, headers, event_limit)
     }
 }
+
+#[cfg(test)]
+mod tests;
