@@ -125,7 +125,12 @@ pub(super) struct Machine<C: Connector, P: RetryPolicy> {
     /// this stream logs; named per line, so the frames that log nothing pay
     /// nothing for it.
     span: tracing::Span,
+    /// When this stream last logged a loss at WARN.
+    last_warned: Option<Instant>,
 }
+
+/// At most one WARN per stream in this long for losses a server reports.
+const WARN_EVERY: Duration = Duration::from_secs(60);
 
 /// Probes a frame for a JSON-RPC response without building the message.
 #[derive(serde::Deserialize)]
@@ -210,6 +215,7 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
             vouched,
             failing_since,
             span: tracing::Span::current(),
+            last_warned: None,
         }
     }
 
@@ -530,8 +536,19 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
         }
     }
 
-    fn report(&self, gap: Discontinuity) {
-        tracing::warn!(parent: &self.span, cursor = ?gap.cursor, reason = %gap.reason, lost = ?gap.lost, "SSE stream lost continuity");
+    fn report(&mut self, gap: Discontinuity) {
+        // A server can make every event a gap: one WARN a minute per stream,
+        // the rest at DEBUG; the observer hears of every one.
+        let now = Instant::now();
+        let quiet = self
+            .last_warned
+            .is_some_and(|at| now.saturating_duration_since(at) < WARN_EVERY);
+        if quiet {
+            tracing::debug!(parent: &self.span, cursor = ?gap.cursor, reason = %gap.reason, lost = ?gap.lost, "SSE stream lost continuity");
+        } else {
+            self.last_warned = Some(now);
+            tracing::warn!(parent: &self.span, cursor = ?gap.cursor, reason = %gap.reason, lost = ?gap.lost, "SSE stream lost continuity");
+        }
         if let Some(observer) = &self.config.on_discontinuity {
             observer(&gap);
         }

@@ -16,7 +16,7 @@ use crate::model::{
     ClientJsonRpcMessage, ClientNotification, ClientRequest, JsonRpcMessage, RequestId,
 };
 use crate::transport::common::client_side_sse::{
-    Discontinuity, ResumeConfig, ResumeStreamError, SseRetryPolicy, StreamScope,
+    Attempt, Discontinuity, ResumeConfig, ResumeStreamError, SseRetryPolicy, StreamScope,
     resuming_sse_frames,
 };
 use crate::transport::common::client_side_sse::{Policy, RESUME_FAILED_CODE, ResumeFailure};
@@ -100,12 +100,27 @@ impl<C: StreamableHttpClient> ResumeGuard<C> {
 fn failure_frame<E: std::error::Error + 'static>(
     request: &RequestId,
     error: &ResumeStreamError<E>,
+    revision_resumes: bool,
 ) -> Sse {
-    let error = crate::model::ErrorData::new(
-        crate::model::ErrorCode(RESUME_FAILED_CODE),
-        format!("streamable HTTP resumption failed: {error}"),
-        Some(ResumeFailure::of(error).to_data()),
+    let no_cursor = matches!(
+        error,
+        ResumeStreamError::Exhausted { last, .. } if matches!(**last, Attempt::NoCursor(_))
     );
+    let error = if no_cursor && !revision_resumes {
+        crate::model::ErrorData::new(
+            crate::model::ErrorCode(RESUME_FAILED_CODE),
+            format!(
+                "{error}; this protocol revision has no resumption, so the request may have run and was not sent again"
+            ),
+            Some(ResumeFailure::not_resumable().to_data()),
+        )
+    } else {
+        crate::model::ErrorData::new(
+            crate::model::ErrorCode(RESUME_FAILED_CODE),
+            format!("streamable HTTP resumption failed: {error}"),
+            Some(ResumeFailure::of(error).to_data()),
+        )
+    };
     let body = serde_json::json!({ "jsonrpc": "2.0", "id": request, "error": error });
     Sse {
         event: None,
@@ -117,11 +132,10 @@ fn failure_frame<E: std::error::Error + 'static>(
 
 /// A request's response stream: judged reconnects, then exactly one of the
 /// response or a failure frame, then the end.
-fn guard_request_stream<C: StreamableHttpClient>(
-    frames: impl Stream<Item = Result<Sse, ResumeStreamError<StreamableHttpError<C::Error>>>>
-    + Send
-    + 'static,
+fn guard_request_stream<E: std::error::Error + Send + Sync + 'static>(
+    frames: impl Stream<Item = Result<Sse, ResumeStreamError<E>>> + Send + 'static,
     request: RequestId,
+    revision_resumes: bool,
 ) -> BoxStream<'static, Result<Sse, SseError>> {
     // The resuming stream ends a request stream only after its response
     // (having read it to its end) or with an error; an error becomes the
@@ -134,54 +148,8 @@ fn guard_request_stream<C: StreamableHttpClient>(
                 Ok(sse) => Some((Ok(sse), Some(frames))),
                 Err(error) => {
                     tracing::debug!(%error, %request, "request stream could not be resumed");
-                    Some((Ok(failure_frame(&request, &error)), None))
+                    Some((Ok(failure_frame(&request, &error, revision_resumes)), None))
                 }
-            }
-        }
-    })
-    .boxed()
-}
-
-/// A request's response stream under a revision without resumption: its
-/// frames as they come, and if it breaks or ends before the response, a
-/// failure that says the request may have run and was not sent again
-/// (instead of upstream's bare "transport closed").
-fn unresumable_request_stream(
-    stream: BoxStream<'static, Result<Sse, SseError>>,
-    request: RequestId,
-) -> BoxStream<'static, Result<Sse, SseError>> {
-    let failure = move |why: String| {
-        let error = crate::model::ErrorData::new(
-            crate::model::ErrorCode(RESUME_FAILED_CODE),
-            format!(
-                "the request's stream {why}; this protocol revision has no resumption, so the request may have run and was not sent again"
-            ),
-            Some(ResumeFailure::not_resumable().to_data()),
-        );
-        let body = serde_json::json!({ "jsonrpc": "2.0", "id": request, "error": error });
-        Sse {
-            event: None,
-            data: Some(body.to_string()),
-            id: None,
-            retry: None,
-        }
-    };
-    // `Some(stream)` until the response (or the failure) has gone out.
-    futures::stream::unfold((Some(stream), false), move |(state, answered)| {
-        let failure = failure.clone();
-        async move {
-            let mut stream = state?;
-            match stream.next().await {
-                Some(Ok(sse)) => {
-                    let answered = answered || rmcp_resume_core::reconnect::is_response(&sse);
-                    Some((Ok(sse), (Some(stream), answered)))
-                }
-                Some(Err(_)) | None if answered => None,
-                Some(Err(error)) => Some((Ok(failure(format!("broke ({error})"))), (None, true))),
-                None => Some((
-                    Ok(failure("ended before its response".to_owned())),
-                    (None, true),
-                )),
             }
         }
     })
@@ -289,9 +257,12 @@ impl<C: StreamableHttpClient> ResumeGuard<C> {
         let this = self.clone();
         // Revisions from 2026-07-28 have no resumption: a broken stream loses
         // the request by definition, and upstream reports it as such.
+        // Every request stream is the guard's. Under a revision without
+        // resumption (by its header) a stream that carries no event id
+        // cannot be resumed, and its failure says so; one that does (a
+        // server that negotiated less than the header claims) is resumed.
         let resumable = speaks_resumable_revision(&headers);
-        let request = request_id(&msg).filter(|_| resumable);
-        let unresumable = request_id(&msg).filter(|_| !resumable);
+        let request = request_id(&msg);
         let event_limit = line::event_limit(&limits);
         let handshake = is_handshake(&msg).then(|| msg.clone());
         let envelope = Envelope {
@@ -316,13 +287,6 @@ impl<C: StreamableHttpClient> ResumeGuard<C> {
                 (Some(request), StreamableHttpPostResponse::Sse(stream, named)) => {
                     (request, stream, named)
                 }
-                (None, StreamableHttpPostResponse::Sse(stream, named)) => {
-                    let stream = match unresumable {
-                        Some(request) => unresumable_request_stream(stream, request),
-                        None => stream,
-                    };
-                    return Ok(StreamableHttpPostResponse::Sse(stream, named));
-                }
                 (_, response) => return Ok(response),
             };
             // Resumes use the session the server named in its answer, if any.
@@ -346,7 +310,7 @@ impl<C: StreamableHttpClient> ResumeGuard<C> {
                     this.resume.clone(),
                 )
             });
-            let guarded = guard_request_stream::<C>(frames, request);
+            let guarded = guard_request_stream(frames, request, resumable);
             Ok(StreamableHttpPostResponse::Sse(guarded, named))
         }
     }

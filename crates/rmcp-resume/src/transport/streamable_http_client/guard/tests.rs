@@ -1,8 +1,32 @@
+use std::time::Duration;
+
 use futures::StreamExt;
+use futures::future::BoxFuture;
 use sse_stream::Sse;
 
 use super::*;
-use crate::transport::common::client_side_sse::ResumeFailureKind;
+use crate::transport::common::client_side_sse::{ResumeFailureKind, SseReconnect};
+
+/// A connector that must never be asked: these streams have no cursor.
+struct NoResume;
+
+#[derive(Debug, thiserror::Error)]
+#[error("no resume")]
+struct Never;
+
+impl SseReconnect for NoResume {
+    type Error = StreamableHttpError<Never>;
+
+    fn connect(
+        &mut self,
+        _cursor: Option<&str>,
+    ) -> BoxFuture<
+        'static,
+        Result<crate::transport::common::client_side_sse::BoxedSseResponse, Self::Error>,
+    > {
+        Box::pin(async { Err(StreamableHttpError::Client(Never)) })
+    }
+}
 
 fn data(json: serde_json::Value) -> Sse {
     Sse {
@@ -26,13 +50,29 @@ fn broken() -> SseError {
     )))
 }
 
-async fn collect(frames: Vec<Result<Sse, SseError>>) -> Vec<Sse> {
-    let stream = futures::stream::iter(frames).boxed();
-    let guarded = unresumable_request_stream(stream, RequestId::Number(4));
-    guarded
-        .filter_map(|f| async move { f.ok() })
-        .collect()
-        .await
+#[derive(Debug)]
+struct Fixed;
+
+impl crate::transport::common::client_side_sse::SseRetryPolicy for Fixed {
+    fn retry(&self, _: usize) -> Option<Duration> {
+        Some(Duration::from_millis(1))
+    }
+}
+
+/// The guarded request stream of `frames` under a revision that does (or
+/// does not) resume, as the worker sees it.
+async fn guarded(frames: Vec<Result<Sse, SseError>>, revision_resumes: bool) -> Vec<Sse> {
+    let first = futures::stream::iter(frames).boxed();
+    let resuming = crate::transport::common::client_side_sse::resuming_sse_frames(
+        Some(first),
+        None,
+        NoResume,
+        StreamScope::Request,
+        Arc::new(Fixed),
+        ResumeConfig::default(),
+    );
+    let stream = guard_request_stream(resuming, RequestId::Number(4), revision_resumes);
+    stream.filter_map(|f| async move { f.ok() }).collect().await
 }
 
 fn failure_of(sse: &Sse) -> Option<ResumeFailure> {
@@ -46,24 +86,29 @@ fn failure_of(sse: &Sse) -> Option<ResumeFailure> {
 async fn a_cut_call_without_resumption_fails_typed() {
     // Under 2026-07-28 a broken stream loses the call; the caller learns
     // that it may have run and was not sent again, not "transport closed".
-    let frames = collect(vec![Ok(progress()), Err(broken())]).await;
+    let frames = guarded(vec![Ok(progress()), Err(broken())], false).await;
     assert_eq!(frames.len(), 2, "{frames:?}");
-    let failure = failure_of(&frames[1]);
     assert_eq!(
-        failure.map(|f| f.kind),
+        failure_of(&frames[1]).map(|f| f.kind),
         Some(ResumeFailureKind::NotResumable)
     );
-    let ended = collect(vec![Ok(progress())]).await;
+    let ended = guarded(vec![Ok(progress())], false).await;
     assert_eq!(
         ended.get(1).and_then(failure_of).map(|f| f.kind),
         Some(ResumeFailureKind::NotResumable)
+    );
+    // The same stream under a resumable revision failed for want of a cursor.
+    let frames = guarded(vec![Ok(progress()), Err(broken())], true).await;
+    assert_eq!(
+        frames.get(1).and_then(failure_of).map(|f| f.kind),
+        Some(ResumeFailureKind::Exhausted)
     );
 }
 
 #[tokio::test]
 async fn an_answered_call_without_resumption_ends_as_it_came() {
     let response = data(serde_json::json!({"jsonrpc":"2.0","id":4,"result":{}}));
-    let frames = collect(vec![Ok(progress()), Ok(response), Err(broken())]).await;
+    let frames = guarded(vec![Ok(progress()), Ok(response), Err(broken())], false).await;
     assert_eq!(frames.len(), 2, "no failure after the response: {frames:?}");
     assert!(frames.iter().all(|f| failure_of(f).is_none()));
 }
