@@ -90,12 +90,12 @@ pub type DiscontinuityObserver = Arc<dyn Fn(&Discontinuity) + Send + Sync>;
 /// | [`max_transport_failures`](Self::max_transport_failures) | failures in transit: a broken connection, a failed or timed-out `GET`, a `409`, a `429` or `503` | progress, or a new cursor |
 /// | [`resume_deadline`](Self::resume_deadline) (request streams) | time since the first failed attempt | progress |
 ///
-/// Progress is a new event id, the request's response, the server's
-/// acknowledgement of the cursor (its `mcp-replay` notice), or a resume that
-/// a server that never vouched holds open for
-/// [`silent_resume_timeout`](Self::silent_resume_timeout); nothing else (a
-/// message without an id, a priming frame that repeats the cursor) resets a
-/// count.
+/// Progress is a new event id, the request's response, a resume the server
+/// held open for [`silent_resume_timeout`](Self::silent_resume_timeout)
+/// (having acknowledged the cursor with its `mcp-replay` notice, if it
+/// vouched for rmcp's rules), or an acknowledged poll (the notice, then a
+/// close); nothing else (a message without an id, a priming frame that
+/// repeats the cursor, an acknowledgement broken at once) resets a count.
 ///
 /// # Every wait, and what ends it
 ///

@@ -127,6 +127,8 @@ pub(super) struct Machine<C: Connector, P: RetryPolicy> {
     span: tracing::Span,
     /// When this stream last logged a loss at WARN.
     last_warned: Option<Instant>,
+    /// When the open connection was made.
+    connected_at: Instant,
 }
 
 /// At most one WARN per stream in this long for losses a server reports.
@@ -216,6 +218,7 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
             failing_since,
             span: tracing::Span::current(),
             last_warned: None,
+            connected_at: Instant::now(),
         }
     }
 
@@ -337,6 +340,11 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
                 }
                 Read::Broke(error) => {
                     tracing::debug!(parent: &self.span, %error, cursor = ?self.cursor, "SSE stream broke");
+                    if self.held() {
+                        // The server held the resume until the break (a
+                        // connection lifetime, say): that was progress.
+                        self.progress();
+                    }
                     if let Some(end) = self.attempt_failed(Attempt::Transport(error)) {
                         return Some(Err(end));
                     }
@@ -368,6 +376,7 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
         };
         let error = match connected {
             Ok(frames) => {
+                self.connected_at = Instant::now();
                 let verifier = cursor
                     .as_deref()
                     .and_then(|c| self.judge(c))
@@ -525,11 +534,13 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
             Verdict::ResumptionFailed(error) => {
                 Frame::Fail(ResumeStreamError::Resumption(error), None)
             }
-            // Acknowledged: the server holds the cursor, which is progress
-            // for every count and deadline, whether or not events follow.
+            // Acknowledged: not a failed resume. It becomes progress for
+            // every count and the deadline once the server has held it (see
+            // `held`) or closed it as a poll; a server that acknowledges and
+            // breaks at once is still bounded.
             Verdict::Resumed(_) | Verdict::Delayed => {
                 *heard = Heard::Acknowledged;
-                self.progress();
+                self.failures_with_cursor = 0;
                 Frame::Skip
             }
             Verdict::SessionLost(_) => Frame::Skip,
@@ -629,6 +640,18 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
         Ok(true)
     }
 
+    /// Whether the open resume was held by the server: open for
+    /// [`ResumeConfig::silent_resume_timeout`] with nothing wrong, having
+    /// acknowledged the cursor if it vouched for rmcp's rules (and so
+    /// promised to).
+    fn held(&self) -> bool {
+        let State::Verifying { heard, .. } = &self.state else {
+            return false;
+        };
+        let kept_promise = *heard == Heard::Acknowledged || !self.vouched;
+        kept_promise && self.connected_at.elapsed() >= self.config.silent_resume_timeout
+    }
+
     fn progress(&mut self) {
         self.failures = 0;
         self.failures_with_cursor = 0;
@@ -688,9 +711,12 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
         if let State::Verifying { mut verifier, .. } = closed {
             verifier.on_close();
             return match verifier.verdict() {
-                // An acknowledged poll with nothing new (its notice was the
-                // progress): the server's `retry`, and nothing counted.
-                Verdict::Delayed => self.schedule_after_progress(),
+                // An acknowledged poll with nothing new: the server says the
+                // call is alive and asks for time. Its `retry`, nothing counted.
+                Verdict::Delayed => {
+                    self.progress();
+                    self.schedule_after_progress()
+                }
                 Verdict::ResumptionFailed(error @ ResumptionError::EmptyStream { .. }) => {
                     self.resume_brought_nothing(Attempt::Resumption(error))
                 }

@@ -538,3 +538,33 @@ async fn notifications_lost_before_a_response_are_reported() {
     assert_eq!(gaps[0].stream, StreamScope::Request);
     assert_eq!(gaps[0].lost.map(|l| l.len()), Some(2));
 }
+
+#[tokio::test(start_paused = true)]
+async fn an_acknowledgement_broken_at_once_is_still_bounded() {
+    // The other side of M1: a path that kills every connection right after
+    // the server's notice. An acknowledgement alone is not progress, so the
+    // request ends within the transport limit instead of looping at once.
+    let (script, log) = Script::new(vec![], || {
+        Answer::Break(vec![notice("4/1", Some("0/1"), true)])
+    });
+    let stream = resuming_sse_stream(
+        None,
+        cut_after("4/1"),
+        script,
+        StreamScope::Request,
+        fixed(None, 100),
+        ResumeConfig::default(),
+    );
+    let (_, error) = drain(stream).await;
+    assert!(
+        matches!(
+            error,
+            Some(ResumeStreamError::Exhausted { attempts: 5, .. })
+        ),
+        "{error:?}"
+    );
+    assert_eq!(log.entries().len(), 5);
+    // At once after the first break only, then the policy's delay.
+    let policy = Duration::from_millis(100);
+    assert_eq!(log.gaps(), [Duration::ZERO, policy, policy, policy]);
+}
