@@ -288,3 +288,102 @@ async fn handshake_losses_past_the_transport_limit_fail_the_connect() -> anyhow:
     );
     Ok(())
 }
+
+/// Counts `tools/list_changed` (the standalone stream's notifications).
+#[derive(Clone, Default)]
+struct ListChanged(std::sync::Arc<(std::sync::atomic::AtomicUsize, tokio::sync::Notify)>);
+
+impl ListChanged {
+    fn count(&self) -> usize {
+        self.0.0.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Waits until at least `n` arrived (bounded by `LIMIT`).
+    async fn until(&self, n: usize) -> usize {
+        let wait = async {
+            loop {
+                let notified = self.0.1.notified();
+                if self.count() >= n {
+                    return;
+                }
+                notified.await;
+            }
+        };
+        let _ = tokio::time::timeout(LIMIT, wait).await;
+        self.count()
+    }
+}
+
+impl rmcp::ClientHandler for ListChanged {
+    async fn on_tool_list_changed(&self, _: rmcp::service::NotificationContext<rmcp::RoleClient>) {
+        self.0.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        self.0.1.notify_waiters();
+    }
+
+    fn get_info(&self) -> ClientConfig {
+        ClientConfig::default()
+    }
+}
+
+#[tokio::test]
+async fn an_unreachable_upstream_server_costs_the_standalone_stream_nothing() -> anyhow::Result<()>
+{
+    // Upstream rmcp 3.11's server answers a GET without a cursor by replaying
+    // everything it holds. The standalone stream is cut and its resumes are
+    // refused more times than the transport limit allows; it keeps its
+    // cursor, so nothing is delivered twice and nothing is reported lost.
+    use rmcp::transport::common::client_side_sse::{FixedInterval, ResumeConfig};
+    use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+
+    let served = TestServer::new(Side::Upstream)
+        .keep_alive(None)
+        .serve()
+        .await?;
+    let proxy = Proxy::start(served.addr, "", served.ct.clone()).await?;
+    let gaps = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let seen = gaps.clone();
+    let resume = ResumeConfig::default().on_discontinuity(move |_| {
+        seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    });
+    let mut config =
+        StreamableHttpClientTransportConfig::with_uri(format!("http://{}/mcp", proxy.addr));
+    let mut policy = FixedInterval::default();
+    policy.max_times = None;
+    policy.duration = Duration::from_millis(50);
+    config.retry_config = std::sync::Arc::new(policy);
+    let listener = ListChanged::default();
+    let client = listener
+        .clone()
+        .serve(StreamableHttpClientTransport::with_resume_config(
+            reqwest::Client::new(),
+            config,
+            resume,
+        ))
+        .await?;
+    let announce = |count: u32| -> anyhow::Result<CallToolRequestParams> {
+        Ok(serde_json::from_value(
+            json!({ "name": "announce", "arguments": { "count": count } }),
+        )?)
+    };
+    client.peer().call_tool(announce(10)?).await?;
+    assert_eq!(listener.until(10).await, 10);
+    proxy.refuse_gets(7);
+    proxy.cut();
+    // Seven refusals (uncounted by the proxy), more than
+    // `max_transport_failures` (5), then the resume, with the cursor.
+    tokio::time::timeout(LIMIT, proxy.resume_seen()).await?;
+    assert_eq!(proxy.resumes(), 1);
+    client.peer().call_tool(announce(1)?).await?;
+    assert_eq!(
+        listener.until(11).await,
+        11,
+        "one new notification, none twice"
+    );
+    assert_eq!(
+        gaps.load(std::sync::atomic::Ordering::SeqCst),
+        0,
+        "nothing was lost"
+    );
+    client.cancel().await?;
+    Ok(())
+}

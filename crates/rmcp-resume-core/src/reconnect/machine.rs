@@ -129,6 +129,9 @@ pub(super) struct Machine<C: Connector, P: RetryPolicy> {
     last_warned: Option<Instant>,
     /// When the open connection was made.
     connected_at: Instant,
+    /// The cursor came from a frame without data (a priming frame): no
+    /// message with its id has been delivered.
+    primed: bool,
 }
 
 /// At most one WARN per stream in this long for losses a server reports.
@@ -219,6 +222,7 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
             span: tracing::Span::current(),
             last_warned: None,
             connected_at: Instant::now(),
+            primed: false,
         }
     }
 
@@ -460,7 +464,8 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
             return self.on_notice(sse.data.as_deref().unwrap_or_default());
         }
         if let Some(id) = sse.id.as_deref().filter(|id| !id.is_empty()) {
-            match self.on_id(id) {
+            let carries_data = sse.data.as_deref().is_some_and(|d| !d.is_empty());
+            match self.on_id(id, carries_data) {
                 Ok(true) => {}
                 Ok(false) => return Frame::Skip,
                 Err(failure) => return Frame::Fail(failure, Some(Box::new(sse))),
@@ -566,7 +571,14 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
     }
 
     /// Checks an event id; `Ok(false)` drops the event as a duplicate.
-    fn on_id(&mut self, id: &str) -> Result<bool, ResumeStreamError<C::Error>> {
+    fn on_id(&mut self, id: &str, carries_data: bool) -> Result<bool, ResumeStreamError<C::Error>> {
+        // Upstream rmcp's standalone stream primes with id `0` and numbers
+        // its first event `0` too: a message repeating an id only a priming
+        // frame carried is new, not a copy.
+        let unprimed = self.primed && carries_data && self.cursor.as_deref() == Some(id);
+        if unprimed && !self.vouched && matches!(self.state, State::Verifying { .. }) {
+            self.follow(None);
+        }
         // Unvouched ids on an open stream need no parsing: only an exact
         // repeat of the last one (the cursor) is a duplicate.
         let judged = self.vouched || matches!(self.state, State::Verifying { .. });
@@ -595,7 +607,7 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
                 }
             }
             State::Following { .. } | State::Draining { .. } if !judged => {
-                if self.cursor.as_deref() == Some(id) {
+                if self.cursor.as_deref() == Some(id) && !unprimed {
                     return Ok(false);
                 }
             }
@@ -635,6 +647,10 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
         }
         if self.cursor.as_deref() != Some(id) {
             self.cursor = Some(id.to_owned());
+            self.primed = !carries_data;
+            self.progress();
+        } else if unprimed {
+            self.primed = false;
             self.progress();
         }
         Ok(true)

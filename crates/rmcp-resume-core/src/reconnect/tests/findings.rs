@@ -568,3 +568,53 @@ async fn an_acknowledgement_broken_at_once_is_still_bounded() {
     let policy = Duration::from_millis(100);
     assert_eq!(log.gaps(), [Duration::ZERO, policy, policy, policy]);
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_first_event_numbered_like_its_priming_frame_is_delivered() {
+    // Upstream rmcp's standalone stream primes with `0` and numbers its first
+    // event `0`; the event is new, on the stream and on a resume from `0`.
+    let (script, log) = Script::new(
+        vec![Answer::Stall(vec![list_changed("0"), list_changed("1")])],
+        || Answer::Stall(vec![]),
+    );
+    let first = opened(vec![priming("0", 3000)]);
+    let stream = resuming_sse_stream(
+        Some(first),
+        None,
+        script,
+        StreamScope::Standalone,
+        fixed(None, 10),
+        ResumeConfig::default(),
+    );
+    let (messages, error) = read_for(stream, Duration::from_secs(5)).await;
+    assert!(error.is_none(), "{error:?}");
+    assert_eq!(progress_values(&messages), ["0", "1"]);
+    assert_eq!(log.cursors(), [cut_after("0")]);
+
+    let (script, _) = Script::new(vec![], || Answer::Stall(vec![]));
+    let first = futures::stream::iter(
+        [
+            priming("0", 3000),
+            list_changed("0"),
+            list_changed("0"),
+            list_changed("1"),
+        ]
+        .map(Ok),
+    )
+    .chain(futures::stream::pending())
+    .boxed();
+    let stream = resuming_sse_stream(
+        Some(first),
+        None,
+        script,
+        StreamScope::Standalone,
+        fixed(None, 10),
+        ResumeConfig::default(),
+    );
+    let (messages, _) = read_for(stream, Duration::from_secs(5)).await;
+    assert_eq!(
+        progress_values(&messages),
+        ["0", "1"],
+        "a delivered message's exact repeat is still a copy"
+    );
+}
