@@ -172,7 +172,14 @@ impl Proxy {
         }
     }
 
-    /// Connections closed by churn so far.
+    /// From now on, closes every new connection `lifetime` after it opened,
+    /// as a load balancer with a maximum connection lifetime does.
+    pub fn lifetime(&self, lifetime: Duration) {
+        // A churn from `lifetime` to `lifetime`: every draw is `lifetime`.
+        self.churn(1, lifetime, lifetime);
+    }
+
+    /// Connections closed by churn (or [`Proxy::lifetime`]) so far.
     pub fn cuts(&self) -> usize {
         self.cuts.load(Ordering::SeqCst)
     }

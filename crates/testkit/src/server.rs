@@ -25,6 +25,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::DemoServer;
 use crate::everything::Everything;
+use crate::shapes::ShapesServer;
 use crate::wedge::Wedged;
 
 /// Which implementation a server (or a scenario) runs on.
@@ -57,6 +58,8 @@ enum Tools {
     Demo,
     /// The conformance suite's everything server (fork only).
     Everything,
+    /// [`ShapesServer`], the client peer matrix's tools.
+    Shapes,
 }
 
 /// A test server, configured by its builder methods; every knob left alone
@@ -131,6 +134,16 @@ impl TestServer {
         Self {
             tools: Tools::Everything,
             ..Self::new(Side::Fork)
+        }
+    }
+
+    /// A server of `side` offering [`ShapesServer`]'s tools (the client
+    /// peer matrix's `quick`, `quiet`, `poll` and `stream`); `poll` closes
+    /// its connection on the fork only.
+    pub fn shapes(side: Side) -> Self {
+        Self {
+            tools: Tools::Shapes,
+            ..Self::new(side)
         }
     }
 
@@ -409,6 +422,23 @@ impl TestServer {
             upstream::transport::streamable_http_server::session::local::LocalSessionManager,
         ) -> M,
     ) -> upstream::transport::StreamableHttpService<DemoServer, M> {
+        let (gate, finished) = (self.gate.clone(), self.finished.clone());
+        self.upstream_service_of(wrap, move || {
+            DemoServer::with_signals(gate.clone(), finished.clone())
+        })
+    }
+
+    fn upstream_service_of<H, M>(
+        &self,
+        wrap: impl FnOnce(
+            upstream::transport::streamable_http_server::session::local::LocalSessionManager,
+        ) -> M,
+        handler: impl Fn() -> H + Send + Sync + 'static,
+    ) -> upstream::transport::StreamableHttpService<H, M>
+    where
+        H: rmcp::ServerHandler + Send + 'static,
+        M: SessionManager,
+    {
         let mut manager =
             upstream::transport::streamable_http_server::session::local::LocalSessionManager::default();
         let session = &mut manager.session_config;
@@ -431,9 +461,8 @@ impl TestServer {
         if let Some(keep_alive) = self.keep_alive {
             config = config.with_sse_keep_alive(keep_alive);
         }
-        let (gate, finished) = (self.gate.clone(), self.finished.clone());
         upstream::transport::StreamableHttpService::new(
-            move || Ok(DemoServer::with_signals(gate.clone(), finished.clone())),
+            move || Ok(handler()),
             Arc::new(wrap(manager)),
             config,
         )
@@ -476,6 +505,26 @@ impl TestServer {
                 return Err(std::io::Error::other(
                     "the everything tools are served on the fork only",
                 ));
+            }
+            (_, Tools::Shapes) if self.wedged => {
+                return Err(std::io::Error::other(
+                    "wedged resumes are served with the demo tools only",
+                ));
+            }
+            (Side::Fork, Tools::Shapes) => {
+                let manager = self.fork_manager();
+                let sessions = manager.clone();
+                let service = StreamableHttpService::new(
+                    move || Ok(ShapesServer::polling(sessions.clone())),
+                    manager.clone(),
+                    self.fork_config(),
+                );
+                let fork = Fork::new(&service, manager);
+                (self.listen(service).await?, Some(fork))
+            }
+            (Side::Upstream, Tools::Shapes) => {
+                let service = self.upstream_service_of(|manager| manager, ShapesServer::new);
+                (self.listen(service).await?, None)
             }
         };
         Ok(Served {

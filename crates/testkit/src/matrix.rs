@@ -1,0 +1,759 @@
+//! The client peer matrix's cells (`tests/peer_matrix.rs`): the fork's
+//! client and upstream rmcp 3.11.0's client make the same `tools/call`s,
+//! side by side, each on its own path (proxy) and session, against one
+//! server; every call is recorded (its answer, and its progress values in
+//! the order the client's transport received them) and sorted into an
+//! [`Outcome`]; [`judge`] compares the two clients of a cell.
+//!
+//! | Outcome | Meaning |
+//! |---|---|
+//! | `ok` | every call answered its text with every progress value once, in the order sent |
+//! | `typed` | a call failed with the fork's resume failure: code -32000, `data.resumeFailure` |
+//! | `partial` | answered, with progress missing, repeated, reordered or after the answer, or the wrong text |
+//! | `error` | failed otherwise (or could not connect) |
+//! | `hang` | no answer within the plan's limit |
+//!
+//! Ranked ok > typed > the rest: where the fork ranks below upstream the
+//! cell is a `BUG`; where the fork is not `ok`, or reported a standalone
+//! discontinuity (every cell is a healthy run), a `FAIL`.
+
+use std::any::Any;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use rmcp::model::{CallToolRequestParams, CallToolResult, ClientConfig};
+use rmcp::service::{RoleClient, RunningService};
+use rmcp::{ServiceError, ServiceExt};
+use serde::Serialize;
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use crate::buffering::BufferingProxy;
+use crate::proxy::Proxy;
+use crate::scenario::first_text;
+use crate::wire::{Recorded, WireLog};
+
+/// How long a call answered with progress missing may take to deliver the
+/// rest (telling "came after the answer" from "never came").
+const LATE_GRACE: Duration = Duration::from_secs(1);
+
+// ---------------------------------------------------------------- calls
+
+/// One `tools/call` and what a whole answer is.
+#[derive(Clone, Debug)]
+pub struct Call {
+    /// The tool.
+    pub tool: &'static str,
+    /// Its arguments.
+    pub args: Value,
+    /// The answer's text.
+    pub text: String,
+    /// The progress values, in the order the tool sends them.
+    pub progress: Vec<f64>,
+}
+
+/// `quick {count}`: `count` progress values back to back, the answer at once.
+pub fn quick(count: u32) -> Call {
+    Call {
+        tool: "quick",
+        args: json!({ "count": count }),
+        text: format!("quick {count}"),
+        progress: (1..=count).map(f64::from).collect(),
+    }
+}
+
+/// `quiet {ms}`: progress 1, `ms` of silence, progress 2, the answer.
+pub fn quiet(ms: u64) -> Call {
+    Call {
+        tool: "quiet",
+        args: json!({ "ms": ms }),
+        text: format!("quiet {ms}"),
+        progress: vec![1.0, 2.0],
+    }
+}
+
+/// `poll {ms}`: progress 1, the server closes the call's stream itself
+/// (SEP-1699), progress 2 `ms` later, the answer.
+pub fn poll(ms: u64) -> Call {
+    Call {
+        tool: "poll",
+        args: json!({ "ms": ms }),
+        text: format!("poll {ms}"),
+        progress: vec![1.0, 2.0],
+    }
+}
+
+/// `stream {count, interval_ms}`: `count` progress values `interval_ms`
+/// apart, then the answer.
+pub fn stream(count: u32, interval_ms: u64) -> Call {
+    Call {
+        tool: "stream",
+        args: json!({ "count": count, "interval_ms": interval_ms }),
+        text: format!("streamed {count}"),
+        progress: (1..=count).map(f64::from).collect(),
+    }
+}
+
+// ---------------------------------------------------------------- plans
+
+/// What lies between a client and the server.
+#[derive(Clone, Copy, Debug)]
+pub enum PathKind {
+    /// A proxy that cuts only when the plan says so.
+    Plain,
+    /// Every connection closed this long after it opened.
+    Lifetime(Duration),
+    /// Responses held until 64 KiB or their end ([`BufferingProxy`]).
+    Buffering,
+    /// Connections closed at random (`seed`, lifetimes in `min..max`), from
+    /// the first call on: the handshake goes through whole.
+    Churn {
+        /// The proxy's seed.
+        seed: u64,
+        /// The shortest lifetime.
+        min: Duration,
+        /// The longest lifetime.
+        max: Duration,
+    },
+}
+
+/// What one client does in a cell.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    /// Its path to the server.
+    pub path: PathKind,
+    /// Its calls, one after the other.
+    pub calls: Vec<Call>,
+    /// Cut every connection this long after the first progress event went
+    /// through the proxy.
+    pub cut_after_first_progress: Option<Duration>,
+    /// The cell's limit, from the connect to the last answer.
+    pub limit: Duration,
+}
+
+// ---------------------------------------------------------------- clients
+
+/// Whose client.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Client {
+    /// `rmcp-resume`'s.
+    Fork,
+    /// Upstream rmcp 3.11.0's.
+    Upstream,
+}
+
+impl Client {
+    /// `"fork"` or `"upstream"`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Client::Fork => "fork",
+            Client::Upstream => "upstream",
+        }
+    }
+}
+
+/// How the fork's client is configured (upstream's always has its defaults).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ForkConfig {
+    /// Its defaults, with an observer of standalone-stream discontinuities.
+    Observed,
+    /// `StreamableHttpClientTransport::from_uri`: its defaults, nothing else.
+    Default,
+}
+
+struct Connected {
+    service: RunningService<RoleClient, ClientConfig>,
+    log: WireLog,
+}
+
+/// Connects a client of `client`'s kind to `url`; the fork's (observed)
+/// reports its discontinuities into `gaps`.
+async fn connect(
+    client: Client,
+    url: String,
+    config: ForkConfig,
+    gaps: Arc<Mutex<Vec<String>>>,
+) -> anyhow::Result<Connected> {
+    let (service, log) = match (client, config) {
+        (Client::Upstream, _) => {
+            let transport = upstream::transport::StreamableHttpClientTransport::from_uri(url);
+            let (recorded, log) = Recorded::new(transport);
+            (ClientConfig::default().serve(recorded).await?, log)
+        }
+        (Client::Fork, ForkConfig::Default) => {
+            let transport = rmcp::transport::StreamableHttpClientTransport::from_uri(url);
+            let (recorded, log) = Recorded::new(transport);
+            (ClientConfig::default().serve(recorded).await?, log)
+        }
+        (Client::Fork, ForkConfig::Observed) => {
+            use rmcp::transport::common::client_side_sse::ResumeConfig;
+            use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+            let resume = ResumeConfig::default().on_discontinuity(move |gap| {
+                gaps.lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .push(gap.to_string());
+            });
+            // What `from_uri` builds on: no idle pooling.
+            let http = reqwest::Client::builder()
+                .pool_max_idle_per_host(0)
+                .build()?;
+            let transport = rmcp::transport::StreamableHttpClientTransport::with_resume_config(
+                http,
+                StreamableHttpClientTransportConfig::with_uri(url),
+                resume,
+            );
+            let (recorded, log) = Recorded::new(transport);
+            (ClientConfig::default().serve(recorded).await?, log)
+        }
+    };
+    Ok(Connected { service, log })
+}
+
+// ---------------------------------------------------------------- records
+
+/// How a call, or a client's cell, ended (see the module's table).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Outcome {
+    /// Answered whole.
+    Ok,
+    /// Failed with the fork's resume failure.
+    Typed,
+    /// Answered, but not whole.
+    Partial,
+    /// Failed otherwise.
+    Error,
+    /// No answer within the limit.
+    Hang,
+}
+
+impl Outcome {
+    /// ok (2) ≥ typed failure (1) ≥ anything else (0).
+    pub fn rank(self) -> u8 {
+        match self {
+            Outcome::Ok => 2,
+            Outcome::Typed => 1,
+            Outcome::Partial | Outcome::Error | Outcome::Hang => 0,
+        }
+    }
+
+    /// The outcome's name in the records.
+    pub fn name(self) -> &'static str {
+        match self {
+            Outcome::Ok => "ok",
+            Outcome::Typed => "typed",
+            Outcome::Partial => "partial",
+            Outcome::Error => "error",
+            Outcome::Hang => "hang",
+        }
+    }
+
+    fn words(self) -> &'static str {
+        match self {
+            Outcome::Ok => "ok",
+            Outcome::Typed => "typed failure",
+            Outcome::Partial => "partial answer",
+            Outcome::Error => "error",
+            Outcome::Hang => "hang",
+        }
+    }
+}
+
+/// One call as it went.
+#[derive(Clone, Debug, Serialize)]
+pub struct CallRecord {
+    /// The tool.
+    pub tool: &'static str,
+    /// Its arguments.
+    pub args: Value,
+    /// How it ended.
+    pub outcome: Outcome,
+    /// From the call to its answer (or the limit).
+    pub elapsed_ms: u64,
+    /// The progress values a whole answer carries.
+    pub expected: Vec<f64>,
+    /// The values received, in arrival order, duplicates included.
+    pub seen: Vec<f64>,
+    /// When each value in `seen` arrived, in ms from the call.
+    pub seen_at_ms: Vec<u64>,
+    /// Values received more than once.
+    pub duplicates: usize,
+    /// The answer's text.
+    pub text: Option<String>,
+    /// What went wrong, in words: the error's text, or what was missing.
+    pub detail: Option<String>,
+}
+
+/// One client in one cell.
+#[derive(Clone, Debug, Serialize)]
+pub struct ClientRecord {
+    /// `fork` or `upstream`.
+    pub client: &'static str,
+    /// The worst of its calls (`error`, or `hang`, when it could not connect).
+    pub outcome: Outcome,
+    /// From the first call to the last answer.
+    pub elapsed_ms: u64,
+    /// Its calls.
+    pub calls: Vec<CallRecord>,
+    /// Standalone-stream discontinuities the fork's client reported.
+    pub discontinuities: Vec<String>,
+    /// Connections the path closed by itself (lifetime, churn).
+    pub path_cuts: usize,
+    /// `GET`s with `Last-Event-ID` sent through the proxy (not counted
+    /// through the buffering proxy).
+    pub resumes: usize,
+    /// Why it never got to its calls.
+    pub detail: Option<String>,
+}
+
+impl ClientRecord {
+    fn failed(client: Client, outcome: Outcome, detail: String) -> Self {
+        Self {
+            client: client.name(),
+            outcome,
+            elapsed_ms: 0,
+            calls: Vec::new(),
+            discontinuities: Vec::new(),
+            path_cuts: 0,
+            resumes: 0,
+            detail: Some(detail),
+        }
+    }
+
+    /// The first call that is not `ok`, in words, or the record's detail.
+    pub fn why(&self) -> String {
+        self.calls
+            .iter()
+            .find(|c| c.outcome != Outcome::Ok)
+            .map(|c| {
+                format!(
+                    "{} {}: {} after {:.1}s, progress {:?} of {:?}: {}",
+                    c.tool,
+                    c.args,
+                    c.outcome.words(),
+                    c.elapsed_ms as f64 / 1000.0,
+                    c.seen,
+                    c.expected,
+                    c.detail.as_deref().unwrap_or("-")
+                )
+            })
+            .or_else(|| self.detail.clone())
+            .unwrap_or_default()
+    }
+
+    /// `ok 12.0s`.
+    pub fn short(&self) -> String {
+        format!(
+            "{} {:.1}s",
+            self.outcome.name(),
+            self.elapsed_ms as f64 / 1000.0
+        )
+    }
+}
+
+/// One cell: a shape against a server, both clients.
+#[derive(Clone, Debug, Serialize)]
+pub struct CellRecord {
+    /// The shape's name.
+    pub shape: &'static str,
+    /// Why the cell does not apply to this server, if it does not.
+    pub na: Option<String>,
+    /// The fork's client.
+    pub fork: Option<ClientRecord>,
+    /// Upstream's client.
+    pub upstream: Option<ClientRecord>,
+    /// `ok`, `n/a`, `FAIL` (the fork fell short) or `BUG` (the fork did
+    /// worse than upstream).
+    pub verdict: &'static str,
+    /// Each shortfall, in words.
+    pub problems: Vec<String>,
+}
+
+impl CellRecord {
+    /// A cell that does not apply, and why.
+    pub fn not_applicable(shape: &'static str, why: &str) -> Self {
+        Self {
+            shape,
+            na: Some(why.to_owned()),
+            fork: None,
+            upstream: None,
+            verdict: "n/a",
+            problems: Vec::new(),
+        }
+    }
+}
+
+/// A row: one server, its cells.
+#[derive(Debug, Serialize)]
+pub struct RowRecord {
+    /// The row's key (its record's file name).
+    pub row: &'static str,
+    /// The server, in words.
+    pub label: &'static str,
+    /// Its cells.
+    pub cells: Vec<CellRecord>,
+}
+
+/// Sorts a call's ending into an [`Outcome`]: `ended` is `None` past the
+/// limit; `arrivals` are its progress values and their arrival times.
+fn classify(
+    call: &Call,
+    ended: Option<Result<CallToolResult, ServiceError>>,
+    arrivals: Vec<(f64, Instant)>,
+    began: Instant,
+    answered: Instant,
+    limit: Duration,
+) -> CallRecord {
+    let elapsed = answered.saturating_duration_since(began);
+    let late: Vec<f64> = arrivals
+        .iter()
+        .filter(|(_, when)| *when > answered)
+        .map(|(value, _)| *value)
+        .collect();
+    let seen: Vec<f64> = arrivals.iter().map(|(value, _)| *value).collect();
+    let seen_at_ms = arrivals
+        .iter()
+        .map(|(_, when)| when.saturating_duration_since(began).as_millis() as u64)
+        .collect();
+    let mut distinct: Vec<u64> = seen.iter().map(|v| v.to_bits()).collect();
+    distinct.sort_unstable();
+    distinct.dedup();
+    let duplicates = seen.len() - distinct.len();
+    let (outcome, text, detail) = match ended {
+        None => (
+            Outcome::Hang,
+            None,
+            Some(format!("no answer within {}s", limit.as_secs())),
+        ),
+        Some(Ok(result)) => {
+            let text = first_text(&result);
+            let mut wrong = Vec::new();
+            if text.as_deref() != Some(call.text.as_str()) {
+                wrong.push(format!("answer {text:?}, expected {:?}", call.text));
+            }
+            if duplicates > 0 {
+                wrong.push(format!("{duplicates} progress value(s) twice"));
+            }
+            if !late.is_empty() {
+                wrong.push(format!("progress {late:?} came after the answer"));
+            }
+            let missing: Vec<f64> = call
+                .progress
+                .iter()
+                .filter(|v| !seen.contains(v))
+                .copied()
+                .collect();
+            if !missing.is_empty() {
+                wrong.push(format!("progress {missing:?} missing"));
+            }
+            if wrong.is_empty() && seen != call.progress {
+                wrong.push("progress out of order".to_owned());
+            }
+            if wrong.is_empty() {
+                (Outcome::Ok, text, None)
+            } else {
+                (Outcome::Partial, text, Some(wrong.join("; ")))
+            }
+        }
+        Some(Err(error)) => {
+            // The fork's resume failure, read off the wire format
+            // (`RESUME_FAILED_CODE`, `{"resumeFailure": …}`) rather than
+            // through the client's helpers, which are being reworked.
+            let data = match &error {
+                ServiceError::McpError(data) => Some(data),
+                _ => None,
+            };
+            let typed = data.is_some_and(|data| {
+                data.code.0 == -32000
+                    && data
+                        .data
+                        .as_ref()
+                        .is_some_and(|d| d.get("resumeFailure").is_some())
+            });
+            // The error's text carries its `data`.
+            let detail = error.to_string();
+            let outcome = if typed {
+                Outcome::Typed
+            } else {
+                Outcome::Error
+            };
+            (outcome, None, Some(detail))
+        }
+    };
+    CallRecord {
+        tool: call.tool,
+        args: call.args.clone(),
+        outcome,
+        elapsed_ms: elapsed.as_millis() as u64,
+        expected: call.progress.clone(),
+        seen,
+        seen_at_ms,
+        duplicates,
+        text,
+        detail,
+    }
+}
+
+// ---------------------------------------------------------------- a client's cell
+
+/// Runs `plan` with one client of `client`'s kind against the server at
+/// `target`, through a path of its own, within `plan.limit`.
+pub async fn run_client(
+    target: SocketAddr,
+    plan: &Plan,
+    client: Client,
+    config: ForkConfig,
+) -> ClientRecord {
+    let ct = CancellationToken::new();
+    let _stop = ct.clone().drop_guard();
+    let deadline = tokio::time::Instant::now() + plan.limit;
+    let (addr, proxy) = match plan.path {
+        PathKind::Buffering => match BufferingProxy::start(target, ct.clone()).await {
+            Ok(buffering) => (buffering.addr, None),
+            Err(e) => return ClientRecord::failed(client, Outcome::Error, format!("proxy: {e}")),
+        },
+        _ => match Proxy::start(target, "notifications/progress", ct.clone()).await {
+            Ok(proxy) => (proxy.addr, Some(proxy)),
+            Err(e) => return ClientRecord::failed(client, Outcome::Error, format!("proxy: {e}")),
+        },
+    };
+    if let (PathKind::Lifetime(lifetime), Some(proxy)) = (plan.path, &proxy) {
+        proxy.lifetime(lifetime);
+    }
+    let gaps: Arc<Mutex<Vec<String>>> = Arc::default();
+    let url = format!("http://{addr}/mcp");
+    let connected = tokio::time::timeout_at(deadline, connect(client, url, config, gaps.clone()));
+    let connected = match connected.await {
+        Ok(Ok(connected)) => connected,
+        Ok(Err(e)) => {
+            return ClientRecord::failed(client, Outcome::Error, format!("connect: {e:#}"));
+        }
+        Err(_) => {
+            return ClientRecord::failed(client, Outcome::Hang, "connect: no answer".to_owned());
+        }
+    };
+    if let (PathKind::Churn { seed, min, max }, Some(proxy)) = (plan.path, &proxy) {
+        proxy.churn(seed, min, max);
+    }
+    let peer = connected.service.peer().clone();
+    let started = Instant::now();
+    let mut last_answer = started;
+    let mut calls = Vec::new();
+    for (n, call) in plan.calls.iter().enumerate() {
+        // rmcp's client replaces the token with one of its own; the log
+        // tells this call's values by when they came.
+        let params: CallToolRequestParams = match serde_json::from_value(json!({
+            "name": call.tool,
+            "arguments": call.args,
+            "_meta": { "progressToken": format!("{}-{}", call.tool, n + 1) },
+        })) {
+            Ok(params) => params,
+            Err(e) => return ClientRecord::failed(client, Outcome::Error, format!("params: {e}")),
+        };
+        let began = Instant::now();
+        let mark = connected.log.mark();
+        let answer = peer.call_tool(params);
+        let cut = async {
+            if let (Some(after), Some(proxy)) = (plan.cut_after_first_progress, &proxy) {
+                proxy.marker_seen().await;
+                tokio::time::sleep(after).await;
+                proxy.cut();
+            }
+            std::future::pending::<()>().await;
+        };
+        let ended = tokio::time::timeout_at(deadline, async {
+            tokio::select! {
+                answer = answer => answer,
+                _ = cut => unreachable!("the cut never ends"),
+            }
+        })
+        .await
+        .ok();
+        let answered = Instant::now();
+        last_answer = answered;
+        let mut arrivals = connected.log.since(mark);
+        if matches!(ended, Some(Ok(_))) && arrivals.len() < call.progress.len() {
+            // Answered with progress missing: the rest may still be on its
+            // way (a server that sent the answer before a progress event).
+            arrivals = connected
+                .log
+                .until(mark, call.progress.len(), LATE_GRACE)
+                .await;
+        }
+        let record = classify(call, ended, arrivals, began, answered, plan.limit);
+        let hung = record.outcome == Outcome::Hang;
+        calls.push(record);
+        if hung {
+            break;
+        }
+    }
+    let elapsed = last_answer.saturating_duration_since(started);
+    let outcome = calls
+        .iter()
+        .map(|c| c.outcome)
+        .min_by_key(|o| o.rank())
+        .unwrap_or(Outcome::Error);
+    let discontinuities = gaps.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    drop(connected);
+    ClientRecord {
+        client: client.name(),
+        outcome,
+        elapsed_ms: elapsed.as_millis() as u64,
+        calls,
+        discontinuities,
+        path_cuts: proxy.as_ref().map_or(0, Proxy::cuts),
+        resumes: proxy.as_ref().map_or(0, Proxy::resumes),
+        detail: None,
+    }
+}
+
+/// Runs `plan` with both clients at once against `target` and judges them.
+pub async fn run_cell(
+    shape: &'static str,
+    target: SocketAddr,
+    plan: &Plan,
+    config: ForkConfig,
+) -> CellRecord {
+    let (fork, upstream) = tokio::join!(
+        run_client(target, plan, Client::Fork, config),
+        run_client(target, plan, Client::Upstream, config),
+    );
+    judge(shape, fork, upstream)
+}
+
+/// Judges a cell: the fork at least as good as upstream, and whole, with no
+/// discontinuity.
+pub fn judge(shape: &'static str, fork: ClientRecord, upstream: ClientRecord) -> CellRecord {
+    let mut problems = Vec::new();
+    let mut verdict = "ok";
+    if fork.outcome.rank() < upstream.outcome.rank() {
+        verdict = "BUG";
+        problems.push(format!(
+            "BUG: upstream's client {} and the fork's {}: {}",
+            upstream.outcome.words(),
+            fork.outcome.words(),
+            fork.why()
+        ));
+    } else if fork.outcome != Outcome::Ok {
+        verdict = "FAIL";
+        problems.push(format!(
+            "the fork's client: {}: {}",
+            fork.outcome.words(),
+            fork.why()
+        ));
+    }
+    if !fork.discontinuities.is_empty() {
+        if verdict == "ok" {
+            verdict = "FAIL";
+        }
+        problems.push(format!(
+            "false discontinuity (a healthy run): {}",
+            fork.discontinuities.join(" | ")
+        ));
+    }
+    CellRecord {
+        shape,
+        na: None,
+        fork: Some(fork),
+        upstream: Some(upstream),
+        verdict,
+        problems,
+    }
+}
+
+// ---------------------------------------------------------------- servers and records
+
+/// A running server of a row, kept alive as long as this value.
+pub struct RowServer {
+    /// Where it listens.
+    pub addr: SocketAddr,
+    _keep: Box<dyn Any + Send + Sync>,
+}
+
+impl RowServer {
+    /// A server at `addr`, kept alive by `keep`.
+    pub fn new(addr: SocketAddr, keep: impl Any + Send + Sync) -> Self {
+        Self {
+            addr,
+            _keep: Box::new(keep),
+        }
+    }
+}
+
+/// Starts `program script args…`, a peer server that prints
+/// `listening <port>`, and returns once it listens; the process is killed
+/// when the returned value drops.
+pub async fn spawn_peer(program: &Path, script: &Path, args: &[&str]) -> anyhow::Result<RowServer> {
+    use tokio::io::AsyncBufReadExt;
+    let mut child = tokio::process::Command::new(program)
+        .arg(script)
+        .args(args)
+        .stdout(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|e| anyhow::anyhow!("{}: {e}", program.display()))?;
+    let stdout = child
+        .stdout
+        .take()
+        .ok_or_else(|| anyhow::anyhow!("no stdout"))?;
+    let mut lines = tokio::io::BufReader::new(stdout).lines();
+    let line = tokio::time::timeout(Duration::from_secs(30), lines.next_line())
+        .await
+        .map_err(|_| anyhow::anyhow!("{} printed nothing in 30 s", script.display()))??
+        .ok_or_else(|| anyhow::anyhow!("{} ended before listening", script.display()))?;
+    let port: u16 = line
+        .strip_prefix("listening ")
+        .and_then(|p| p.trim().parse().ok())
+        .ok_or_else(|| anyhow::anyhow!("unexpected first line {line:?}"))?;
+    // Whatever else it prints is read, so it never blocks on a full pipe.
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    Ok(RowServer::new(
+        SocketAddr::from(([127, 0, 0, 1], port)),
+        Mutex::new(child),
+    ))
+}
+
+/// Writes `record` as `dir/<row>.json`.
+pub fn write_record(dir: &Path, record: &RowRecord) -> anyhow::Result<PathBuf> {
+    std::fs::create_dir_all(dir)?;
+    let path = dir.join(format!("{}.json", record.row));
+    std::fs::write(&path, serde_json::to_string_pretty(record)?)?;
+    Ok(path)
+}
+
+/// Prints a row, and fails with every problem of its cells.
+pub fn report(record: &RowRecord) -> anyhow::Result<()> {
+    eprintln!("\n{} ({}):", record.label, record.row);
+    let mut problems = Vec::new();
+    for cell in &record.cells {
+        match (&cell.fork, &cell.upstream) {
+            (Some(fork), Some(upstream)) => eprintln!(
+                "  {:9} {:5}  fork {:14} upstream {}",
+                cell.shape,
+                cell.verdict,
+                fork.short(),
+                upstream.short()
+            ),
+            _ => eprintln!(
+                "  {:9} n/a    {}",
+                cell.shape,
+                cell.na.as_deref().unwrap_or("")
+            ),
+        }
+        for problem in &cell.problems {
+            eprintln!("      {problem}");
+            problems.push(format!("{} / {}: {problem}", record.row, cell.shape));
+        }
+    }
+    anyhow::ensure!(
+        problems.is_empty(),
+        "{} cell problem(s) against {}:\n{}",
+        problems.len(),
+        record.label,
+        problems.join("\n")
+    );
+    Ok(())
+}
