@@ -1,7 +1,8 @@
 """The Python SDK's server (mcp 2.3.0) with resumability, for the fork's
 client to resume against. Prints "listening <port>". `work` reports progress,
 then waits until something GETs /release, so a test decides when the
-response is produced (while its client is away)."""
+response is produced (while its client is away); `quick`, `quiet` and `poll`
+are the client peer matrix's tools."""
 
 import asyncio
 import socket
@@ -63,6 +64,38 @@ async def stream(count: int, interval_ms: int, ctx: Context) -> str:
 
 
 @server.tool()
+async def quick(count: int, ctx: Context) -> str:
+    """Report `count` progress steps back to back, then answer (the client
+    peer matrix's tools: tests/peer_matrix.rs)."""
+    for step in range(1, count + 1):
+        await ctx.report_progress(step, count)
+    return f"quick {count}"
+
+
+@server.tool()
+async def quiet(ms: int, ctx: Context) -> str:
+    """Report progress 1, stay quiet for `ms`, report progress 2, answer."""
+    await ctx.report_progress(1, 2)
+    await asyncio.sleep(ms / 1000)
+    await ctx.report_progress(2, 2)
+    return f"quiet {ms}"
+
+
+@server.tool()
+async def poll(ms: int, ctx: Context) -> str:
+    """SEP-1699 polling: report progress 1, close this call's SSE stream (the
+    SDK offers it with an event store to 2025-11-25 clients), so the client
+    resumes with Last-Event-ID; report progress 2 after `ms`, answer."""
+    await ctx.report_progress(1, 2)
+    closable = ctx.request_context.close_sse_stream is not None
+    await ctx.close_sse_stream()
+    await asyncio.sleep(ms / 1000)
+    await ctx.report_progress(2, 2)
+    note = "" if closable else " (stream not closable)"
+    return f"poll {ms}{note}"
+
+
+@server.tool()
 async def announce(count: int, ctx: Context) -> str:
     """Send tools/list_changed `count` times (for rmcp-resume-probe)."""
     for _ in range(count):
@@ -75,8 +108,28 @@ async def release(_request):
     return PlainTextResponse("released")
 
 
+def store_per_session(manager) -> None:
+    """Gives each session an event store of its own (`--store-per-session`).
+
+    mcp 2.3.0 hands its one `event_store` to every session, and names a
+    call's stream by the call's JSON-RPC id, which every client counts from
+    the same start: a store shared by concurrent sessions replays, on one
+    session's resume, the events of another session's call with the same id.
+    The peer matrix runs many sessions on one server, so it asks for this.
+    """
+    admit = manager._admit_session
+
+    def admit_with_own_store(requestor):
+        manager.event_store = MemoryEventStore()
+        return admit(requestor)
+
+    manager._admit_session = admit_with_own_store
+
+
 async def main() -> None:
     app = server.streamable_http_app(event_store=MemoryEventStore(), retry_interval=200)
+    if "--store-per-session" in sys.argv[1:]:
+        store_per_session(server.session_manager)
     app.router.routes.append(Route("/release", release))
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))

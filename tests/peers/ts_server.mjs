@@ -1,7 +1,8 @@
 // The TypeScript SDK's server with resumability (its example in-memory event
 // store), for the fork's client to resume against. Prints "listening <port>".
 // `work` reports progress, then waits until something POSTs /release, so a
-// test decides when the response is produced (while its client is away).
+// test decides when the response is produced (while its client is away);
+// `quick`, `quiet` and `poll` are the client peer matrix's tools.
 import { createServer } from "node:http";
 import { randomUUID } from "node:crypto";
 import { z } from "zod";
@@ -50,6 +51,56 @@ function buildServer() {
         await new Promise((resolve) => setTimeout(resolve, interval_ms));
       }
       return { content: [{ type: "text", text: `streamed ${count}` }] };
+    },
+  );
+  // The client peer matrix's tools (tests/peer_matrix.rs): the same names,
+  // arguments, answers and progress values on every row.
+  const progress = async (extra, value, total) => {
+    const token = extra._meta?.progressToken;
+    if (token !== undefined) {
+      await extra.sendNotification({
+        method: "notifications/progress",
+        params: { progressToken: token, progress: value, total },
+      });
+    }
+  };
+  const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+  server.registerTool(
+    "quick",
+    { description: "count progress steps back to back, then the answer", inputSchema: { count: z.number() } },
+    async ({ count }, extra) => {
+      for (let step = 1; step <= count; step++) {
+        await progress(extra, step, count);
+      }
+      return { content: [{ type: "text", text: `quick ${count}` }] };
+    },
+  );
+  server.registerTool(
+    "quiet",
+    { description: "progress 1, quiet for ms, progress 2, the answer", inputSchema: { ms: z.number() } },
+    async ({ ms }, extra) => {
+      await progress(extra, 1, 2);
+      await sleep(ms);
+      await progress(extra, 2, 2);
+      return { content: [{ type: "text", text: `quiet ${ms}` }] };
+    },
+  );
+  // SEP-1699 polling: the tool closes its own request stream (the SDK's
+  // closeSSEStream, offered with an event store to 2025-11-25 clients), so
+  // the client resumes with Last-Event-ID, and finishes ms later.
+  server.registerTool(
+    "poll",
+    { description: "progress 1, close the call's SSE stream, progress 2 after ms, the answer", inputSchema: { ms: z.number() } },
+    async ({ ms }, extra) => {
+      await progress(extra, 1, 2);
+      const closable = typeof extra.closeSSEStream === "function";
+      if (closable) {
+        extra.closeSSEStream();
+      }
+      await sleep(ms);
+      await progress(extra, 2, 2);
+      const note = closable ? "" : " (stream not closable)";
+      return { content: [{ type: "text", text: `poll ${ms}${note}` }] };
     },
   );
   // For rmcp-resume-probe: notifications on the standalone stream.
