@@ -1,13 +1,16 @@
 //! Other people's clients against the fork's server: the TypeScript SDK and
 //! the Python SDK initialize, list and call tools, and resume a tool call
 //! whose connection is cut, meeting the fork's `mcp-replay` notice and
-//! replay on the way. `bash .ci/test` installs both (tests/peers); a missing
-//! peer fails the test rather than skipping it.
+//! replay on the way. And the fork's client against those SDKs' servers,
+//! 45 s quiet calls included (the rest of that matrix: tests/peer_matrix.rs).
+//! `bash .ci/test` installs both (tests/peers); a missing peer fails the
+//! test rather than skipping it.
 
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::Duration;
 
+use rmcp_resume_testkit::matrix;
 use rmcp_resume_testkit::proxy::Proxy;
 use rmcp_resume_testkit::scenario::first_text;
 use rmcp_resume_testkit::{Side, TestServer};
@@ -374,4 +377,74 @@ async fn python_sdk_client_resumes_a_cut_call_on_another_instance() -> anyhow::R
         "B answered the resume from Redis: {stats:?}"
     );
     Ok(())
+}
+
+/// The fork's client in its default configuration (`from_uri`) against the
+/// TypeScript SDK 1.32.2 server, with upstream's client beside it for the
+/// record: `quiet 45000` (one progress, 45 s of silence, another progress,
+/// the answer) through `path`, cut once `cut` after the first progress if
+/// given. The fork must answer whole; the record goes to
+/// `target/peer-matrix/<row>.json`, a row of the peer matrix's table.
+async fn quiet_45s(
+    row: &'static str,
+    label: &'static str,
+    shape: &'static str,
+    path: matrix::PathKind,
+    cut: Option<Duration>,
+) -> anyhow::Result<()> {
+    let dir = peers();
+    require(
+        dir.join("node_modules/@modelcontextprotocol/sdk"),
+        "@modelcontextprotocol/sdk",
+    )?;
+    let node = require(
+        dir.join("node_modules/node/bin/node"),
+        "node 22 (npm package `node`)",
+    )?;
+    let server = matrix::spawn_peer(&node, &dir.join("ts_server.mjs"), &[]).await?;
+    let plan = matrix::Plan {
+        path,
+        calls: vec![matrix::quiet(45_000)],
+        cut_after_first_progress: cut,
+        limit: LIMIT,
+    };
+    let cell = matrix::run_cell(shape, server.addr, &plan, matrix::ForkConfig::Default).await;
+    let record = matrix::RowRecord {
+        row,
+        label,
+        cells: vec![cell],
+    };
+    let records = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/peer-matrix");
+    matrix::write_record(&records, &record)?;
+    matrix::report(&record)
+}
+
+/// One cut, 1 s into the 45 s of silence: the call answers with both
+/// progress values.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fork_client_answers_a_45s_quiet_call_cut_once_by_the_typescript_sdk_server()
+-> anyhow::Result<()> {
+    quiet_45s(
+        "typescript-1.32.2-45s-cut",
+        "TypeScript SDK 1.32.2: `quiet 45000`, cut once; the fork's default config",
+        "quiet",
+        matrix::PathKind::Plain,
+        Some(Duration::from_secs(1)),
+    )
+    .await
+}
+
+/// The same call through a proxy that closes every connection 20 s after
+/// it opened.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fork_client_answers_a_45s_quiet_call_through_a_20s_connection_lifetime()
+-> anyhow::Result<()> {
+    quiet_45s(
+        "typescript-1.32.2-45s-lifetime",
+        "TypeScript SDK 1.32.2: `quiet 45000`, 20 s connection lifetime; the fork's default config",
+        "lifetime",
+        matrix::PathKind::Lifetime(Duration::from_secs(20)),
+        None,
+    )
+    .await
 }

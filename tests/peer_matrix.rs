@@ -1,0 +1,258 @@
+//! The client peer matrix: the fork's client (`rmcp-resume`) and upstream
+//! rmcp 3.11.0's client make the same `tools/call`s side by side, against six
+//! servers (the rows) in six shapes of call and path (the columns). The fork
+//! must never fail a healthy call that upstream's client completes (ok ≥
+//! typed failure ≥ anything else; below upstream is a `BUG`), and must answer
+//! whole, with no duplicate and no false discontinuity, wherever the server
+//! can deliver (short of that is a `FAIL`).
+//!
+//! | Shape | Calls | Path |
+//! |---|---|---|
+//! | `quick` | `quick 5`: five progress values, the answer at once | a plain proxy |
+//! | `quiet` | `quiet 12000`: progress 1, 12 s of silence (longer than the fork's 10 s `silent_resume_timeout`, its shortest timeout), progress 2 | every connection cut 1 s after progress 1 went through |
+//! | `poll` | `poll 2000`: progress 1, the server closes the call's stream itself (SEP-1699), progress 2 after 2 s | a plain proxy |
+//! | `lifetime` | `quiet 12000` | every connection closed 4 s after it opened (a load balancer's connection lifetime) |
+//! | `buffered` | `quick 5`, then `quiet 3000` | responses held until 64 KiB or their end (nginx's `proxy_buffering`) |
+//! | `churn` | four `stream 10×100 ms` | connections closed after 200–800 ms (seed 7), from the first call on |
+//!
+//! Each row's cells, and both clients of each, run at once against one
+//! server (a process, or in-process for rmcp), each client with its own
+//! session and proxy. Outcomes and records: `rmcp_resume_testkit::matrix`.
+//! Each row writes `target/peer-matrix/<row>.json`, which
+//! `.ci/peer-matrix-table.py` renders into docs/verification.md. The 45 s
+//! quiet calls against the TypeScript SDK are in `tests/interop_peers.rs`.
+//!
+//! The peers (Node 22 and both TypeScript SDKs in `tests/peers`, the Python
+//! SDK in `target/peers-venv`) are installed by `bash .ci/test`; a missing
+//! one fails its row.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use rmcp_resume_testkit::matrix::{
+    self, CellRecord, ForkConfig, PathKind, Plan, RowRecord, RowServer, poll, quick, quiet, stream,
+};
+use rmcp_resume_testkit::{Side, TestServer};
+
+/// How long a cell may take, from its client's connect to its last answer.
+const CELL_LIMIT: Duration = Duration::from_secs(60);
+/// The `quiet` tool's silence: longer than the fork client's shortest
+/// timeout (`silent_resume_timeout`, 10 s).
+const QUIET_MS: u64 = 12_000;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Shape {
+    Quick,
+    Quiet,
+    Poll,
+    Lifetime,
+    Buffered,
+    Churn,
+}
+
+impl Shape {
+    const ALL: [Shape; 6] = [
+        Shape::Quick,
+        Shape::Quiet,
+        Shape::Poll,
+        Shape::Lifetime,
+        Shape::Buffered,
+        Shape::Churn,
+    ];
+
+    fn name(self) -> &'static str {
+        match self {
+            Shape::Quick => "quick",
+            Shape::Quiet => "quiet",
+            Shape::Poll => "poll",
+            Shape::Lifetime => "lifetime",
+            Shape::Buffered => "buffered",
+            Shape::Churn => "churn",
+        }
+    }
+
+    /// The module's table, as plans.
+    fn plan(self) -> Plan {
+        let plain = Plan {
+            path: PathKind::Plain,
+            calls: Vec::new(),
+            cut_after_first_progress: None,
+            limit: CELL_LIMIT,
+        };
+        match self {
+            Shape::Quick => Plan {
+                calls: vec![quick(5)],
+                ..plain
+            },
+            Shape::Quiet => Plan {
+                calls: vec![quiet(QUIET_MS)],
+                cut_after_first_progress: Some(Duration::from_secs(1)),
+                ..plain
+            },
+            Shape::Poll => Plan {
+                calls: vec![poll(2_000)],
+                ..plain
+            },
+            Shape::Lifetime => Plan {
+                path: PathKind::Lifetime(Duration::from_secs(4)),
+                calls: vec![quiet(QUIET_MS)],
+                ..plain
+            },
+            Shape::Buffered => Plan {
+                path: PathKind::Buffering,
+                calls: vec![quick(5), quiet(3_000)],
+                ..plain
+            },
+            Shape::Churn => Plan {
+                path: PathKind::Churn {
+                    seed: 7,
+                    min: Duration::from_millis(200),
+                    max: Duration::from_millis(800),
+                },
+                calls: vec![stream(10, 100); 4],
+                ..plain
+            },
+        }
+    }
+}
+
+fn repo() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn peers() -> PathBuf {
+    repo().join("tests/peers")
+}
+
+fn require(path: PathBuf, what: &str) -> anyhow::Result<PathBuf> {
+    anyhow::ensure!(
+        path.exists(),
+        "{what} is not installed at {}: run `bash .ci/test`, which installs the peers",
+        path.display()
+    );
+    Ok(path)
+}
+
+/// Node 22, as `npm ci --prefix tests/peers` installs it.
+fn node() -> anyhow::Result<PathBuf> {
+    require(
+        peers().join("node_modules/node/bin/node"),
+        "node 22 (npm package `node`)",
+    )
+}
+
+async fn typescript_1() -> anyhow::Result<RowServer> {
+    require(
+        peers().join("node_modules/@modelcontextprotocol/sdk/package.json"),
+        "@modelcontextprotocol/sdk 1.32.2",
+    )?;
+    matrix::spawn_peer(&node()?, &peers().join("ts_server.mjs"), &[]).await
+}
+
+async fn typescript_2() -> anyhow::Result<RowServer> {
+    for package in ["server", "node"] {
+        require(
+            peers().join(format!(
+                "node_modules/@modelcontextprotocol/{package}/package.json"
+            )),
+            &format!("@modelcontextprotocol/{package} 2.x"),
+        )?;
+    }
+    matrix::spawn_peer(&node()?, &peers().join("ts2_server.mjs"), &[]).await
+}
+
+async fn python() -> anyhow::Result<RowServer> {
+    let python = require(
+        repo().join("target/peers-venv/bin/python"),
+        "the Python SDK (mcp) virtualenv",
+    )?;
+    // mcp 2.3.0 hands one event store to every session and names a call's
+    // stream by its JSON-RPC id, so sessions sharing a store replay each
+    // other's calls; the script gives each session a store of its own.
+    matrix::spawn_peer(
+        &python,
+        &peers().join("py_server.py"),
+        &["--store-per-session"],
+    )
+    .await
+}
+
+async fn rmcp_3(side: Side) -> anyhow::Result<RowServer> {
+    let served = TestServer::shapes(side).serve().await?;
+    Ok(RowServer::new(served.addr, served))
+}
+
+async fn rmcp_1() -> anyhow::Result<RowServer> {
+    use rmcp_resume_testkit_1::{Side as Side1, TestServer as TestServer1};
+    let served = TestServer1::shapes(Side1::Upstream).serve().await?;
+    Ok(RowServer::new(served.addr, served))
+}
+
+/// Runs every shape against `server`, all cells and both clients at once;
+/// writes the row's record and fails with its problems. `no_poll`: why the
+/// `poll` cell does not apply, where it does not.
+async fn run_row(
+    row: &'static str,
+    label: &'static str,
+    server: RowServer,
+    no_poll: Option<&str>,
+) -> anyhow::Result<()> {
+    let cells = Shape::ALL.map(|shape| {
+        let addr = server.addr;
+        async move {
+            if let (Shape::Poll, Some(why)) = (shape, no_poll) {
+                return CellRecord::not_applicable(shape.name(), why);
+            }
+            matrix::run_cell(shape.name(), addr, &shape.plan(), ForkConfig::Observed).await
+        }
+    });
+    let cells = futures::future::join_all(cells).await;
+    let record = RowRecord { row, label, cells };
+    matrix::write_record(&repo().join("target/peer-matrix"), &record)?;
+    matrix::report(&record)
+}
+
+/// Why upstream rmcp's servers have no `poll` cell.
+const RMCP_NO_POLL: &str = "no API for a tool to close its own request stream: upstream's `close_sse_stream` takes the transport's internal HTTP request number, which a handler is never given";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn typescript_sdk_1_32_2() -> anyhow::Result<()> {
+    let server = typescript_1().await?;
+    let label = "TypeScript SDK 1.32.2, its example InMemoryEventStore";
+    run_row("typescript-1.32.2", label, server, None).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn typescript_sdk_2_4_0() -> anyhow::Result<()> {
+    let server = typescript_2().await?;
+    let label = "TypeScript SDK 2.4.0 (`@modelcontextprotocol/server`, `/node` 2.1.2), an in-memory event store";
+    run_row("typescript-2.4.0", label, server, None).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_sdk_2_3_0() -> anyhow::Result<()> {
+    let server = python().await?;
+    let label = "Python SDK 2.3.0, an in-memory event store per session";
+    run_row("python-2.3.0", label, server, None).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rmcp_3_11_0() -> anyhow::Result<()> {
+    let server = rmcp_3(Side::Upstream).await?;
+    let label = "rmcp 3.11.0 (upstream), its defaults";
+    run_row("rmcp-3.11.0", label, server, Some(RMCP_NO_POLL)).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rmcp_1_8_0() -> anyhow::Result<()> {
+    let server = rmcp_1().await?;
+    let label = "rmcp 1.8.0 (upstream), its defaults";
+    run_row("rmcp-1.8.0", label, server, Some(RMCP_NO_POLL)).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rmcp_resume_fork() -> anyhow::Result<()> {
+    let server = rmcp_3(Side::Fork).await?;
+    let label = "rmcp-resume (this fork), its defaults";
+    run_row("rmcp-resume", label, server, None).await
+}
