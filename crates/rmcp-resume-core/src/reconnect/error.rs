@@ -85,6 +85,10 @@ pub enum Attempt<E: std::error::Error + 'static> {
     /// deadline.
     #[error("no resume succeeded within {0:?}")]
     Deadline(std::time::Duration),
+    /// The stream's opening request failed, and the retry policy allows no
+    /// retry.
+    #[error("the opening request failed, and the retry policy allows no retry")]
+    OpeningFailed,
     /// A request stream closed before its response, with no reconnect allowed.
     #[error("the stream ended before the response, and the retry policy allows no reconnect")]
     NoReconnect,

@@ -41,7 +41,7 @@ use super::{
     ResumeStreamError, RetryPolicy, SseFrames,
 };
 use crate::resumption::{
-    Continuity, ContinuityChecker, ContinuityError, EventAction, EventCursor, Proof,
+    Continuity, ContinuityChecker, ContinuityError, EventAction, EventCursor, OpaqueEventId, Proof,
     REPLAY_NOTICE_EVENT, ReplayNotice, ResumeVerifier, ResumptionError, StreamScope, Verdict,
 };
 
@@ -66,6 +66,9 @@ enum State {
         frames: SseFrames,
         checker: Option<ContinuityChecker>,
     },
+    /// The opening request failed and the policy allows no retry: the
+    /// stream ends with that, as soon as it is read.
+    GiveUp,
     /// Ended.
     Done,
 }
@@ -137,6 +140,14 @@ pub(super) struct Machine<C: Connector, P: RetryPolicy> {
 /// At most one WARN per stream in this long for losses a server reports.
 const WARN_EVERY: Duration = Duration::from_secs(60);
 
+/// The shortest wait the machine makes where it waits at all: a zero
+/// timeout or cap in the config must not become a loop without pause.
+const MIN_DELAY: Duration = Duration::from_secs(1);
+
+/// The longest a resume must be held open to count as progress, whatever
+/// the silence timeout: a connection lifetime of a minute must count.
+const HOLD: Duration = Duration::from_secs(5);
+
 /// Probes a frame for a JSON-RPC response without building the message.
 #[derive(serde::Deserialize)]
 struct ResponseProbe {
@@ -191,22 +202,26 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
         config: ResumeConfig,
     ) -> Self {
         // A stream with neither a connection nor a cursor is one whose
-        // opening request failed: its next attempt is its second.
+        // opening request failed: its next attempt is its second, after the
+        // policy's first delay, if the policy allows one.
         let opening_failed = first.is_none() && cursor.is_none();
         let state = match first {
             Some(frames) => State::Following {
                 frames,
                 checker: None,
             },
-            None if opening_failed => {
-                State::Backoff(policy.retry(0).unwrap_or_default().min(config.max_delay))
-            }
+            None if opening_failed => match policy.retry(0) {
+                Some(delay) => {
+                    State::Backoff(delay.clamp(MIN_DELAY, config.max_delay.max(MIN_DELAY)))
+                }
+                None => State::GiveUp,
+            },
             None => State::Backoff(Duration::ZERO),
         };
         let vouched = config.id_rules == IdRules::Rmcp;
         // A stream that starts by resuming is already failing to resume.
         let failing_since = matches!(state, State::Backoff(_)).then(Instant::now);
-        Self {
+        let mut machine = Self {
             connector,
             scope,
             policy,
@@ -223,13 +238,34 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
             last_warned: None,
             connected_at: Instant::now(),
             primed: false,
+        };
+        // A first connection opened with a cursor is a resume: judge it so.
+        let verifier = machine
+            .cursor
+            .as_deref()
+            .and_then(|c| machine.judge(c))
+            .map(|c| ResumeVerifier::new(c, StatusCode::OK, machine.config.unproven));
+        if let (Some(verifier), State::Following { .. }) = (verifier, &machine.state) {
+            machine.state = match mem::replace(&mut machine.state, State::Done) {
+                State::Following { frames, .. } => State::Verifying {
+                    frames,
+                    verifier,
+                    heard: Heard::Nothing,
+                },
+                other => other,
+            };
         }
+        machine
     }
 
     /// An id as the rules allow it to be judged: as rmcp's counter once the
     /// server vouched for that, else as an opaque token.
     fn judge(&self, id: &str) -> Option<EventCursor> {
-        let parsed = EventCursor::parse(id).ok()?;
+        // An id that looks like rmcp's but is not (`0042`, `1/2/3`) is still
+        // an id: opaque, judged as any other.
+        let parsed = EventCursor::parse(id)
+            .or_else(|_| OpaqueEventId::new(id).map(EventCursor::Opaque))
+            .ok()?;
         Some(if self.vouched {
             parsed
         } else {
@@ -239,11 +275,14 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
 
     pub(super) async fn next(&mut self) -> Option<Item<C::Error>> {
         loop {
-            let idle = self.config.idle_timeout();
+            // A request stream without a cursor cannot be resumed: a `GET`
+            // without one would open the standalone stream instead.
+            let resumable = self.scope == StreamScope::Standalone || self.cursor.is_some();
+            let idle = self.config.idle_timeout().filter(|_| resumable);
             // A resume that stays silent may be a server that attached it to
             // nothing (a shadow, or a stream still owned by the cut
             // connection); it is retried after a while, not waited on forever.
-            let silence = self.config.silent_resume_timeout;
+            let silence = self.config.silent_resume_timeout.max(MIN_DELAY);
             let silence = self.remaining().map_or(silence, |left| left.min(silence));
             let silent = matches!(
                 self.state,
@@ -259,6 +298,14 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
             };
             let read = match &mut self.state {
                 State::Done => return None,
+                State::GiveUp => {
+                    self.state = State::Done;
+                    return Some(Err(ResumeStreamError::Exhausted {
+                        attempts: 1,
+                        cursor: None,
+                        last: Box::new(Attempt::OpeningFailed),
+                    }));
+                }
                 State::Backoff(delay) => {
                     let delay = *delay;
                     if let Some(end) = self.connect(delay).await {
@@ -332,6 +379,9 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
                 }
                 Read::Idle => {
                     tracing::debug!(parent: &self.span, cursor = ?self.cursor, ?idle, "SSE stream idle; resuming it");
+                    if self.held() {
+                        self.progress();
+                    }
                     self.state = State::Backoff(Duration::ZERO);
                 }
                 Read::Broke(error)
@@ -410,8 +460,12 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
             (ReconnectDisposition::Busy, _) => {
                 // Never at once: the server asked for time, if only by its status.
                 let asked = self.connector.retry_after(&error);
-                let policy = self.policy.retry(self.failures.max(1));
-                let wait = asked.max(policy).unwrap_or_default();
+                let policy = self
+                    .policy
+                    .retry(self.failures)
+                    .or_else(|| self.policy.retry(0));
+                let wait = asked.max(policy).filter(|w| !w.is_zero());
+                let wait = wait.unwrap_or(MIN_DELAY);
                 self.attempt_failed_after(Attempt::Connect(error), Some(wait))
             }
             // Nothing to reject without a cursor: treat it as transient.
@@ -462,6 +516,17 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
         }
         if sse.event.as_deref() == Some(REPLAY_NOTICE_EVENT) {
             return self.on_notice(sse.data.as_deref().unwrap_or_default());
+        }
+        if sse.id.as_deref() == Some("") {
+            // The SSE spec: an empty `id` resets the last event id, so the
+            // next reconnect carries none.
+            self.cursor = None;
+            self.primed = false;
+            if let State::Following { checker, .. } | State::Draining { checker, .. } =
+                &mut self.state
+            {
+                *checker = None;
+            }
         }
         if let Some(id) = sse.id.as_deref().filter(|id| !id.is_empty()) {
             let carries_data = sse.data.as_deref().is_some_and(|d| !d.is_empty());
@@ -600,6 +665,26 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
                         let checker = verifier.clone().into_checker();
                         self.follow(Some(checker));
                     }
+                    // The standalone stream keeps a resume whose first event
+                    // skips some: the loss is reported, and this event starts
+                    // the checking, as on a live gap.
+                    Verdict::ResumptionFailed(
+                        error @ (ResumptionError::Gap { .. }
+                        | ResumptionError::Discontinuous { .. }),
+                    ) if self.scope == StreamScope::Standalone => {
+                        let lost = error.lost();
+                        self.follow(parsed.map(ContinuityChecker::new));
+                        let cursor = self.cursor.replace(id.to_owned());
+                        self.primed = !carries_data;
+                        self.progress();
+                        self.report(Discontinuity {
+                            cursor,
+                            lost,
+                            reason: error.to_string(),
+                            stream: StreamScope::Standalone,
+                        });
+                        return Ok(true);
+                    }
                     Verdict::ResumptionFailed(error) => {
                         return Err(ResumeStreamError::Resumption(error));
                     }
@@ -643,7 +728,7 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
                     (_, None) => {}
                 }
             }
-            State::Backoff(_) | State::Done => {}
+            State::Backoff(_) | State::GiveUp | State::Done => {}
         }
         if self.cursor.as_deref() != Some(id) {
             self.cursor = Some(id.to_owned());
@@ -657,7 +742,7 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
     }
 
     /// Whether the open resume was held by the server: open for
-    /// [`ResumeConfig::silent_resume_timeout`] with nothing wrong, having
+    /// [`ResumeConfig::silent_resume_timeout`] (at most [`HOLD`]) with nothing wrong, having
     /// acknowledged the cursor if it vouched for rmcp's rules (and so
     /// promised to).
     fn held(&self) -> bool {
@@ -665,7 +750,13 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
             return false;
         };
         let kept_promise = *heard == Heard::Acknowledged || !self.vouched;
-        kept_promise && self.connected_at.elapsed() >= self.config.silent_resume_timeout
+        let hold = self.config.silent_resume_timeout.clamp(MIN_DELAY, HOLD);
+        kept_promise && self.connected_at.elapsed() >= hold
+    }
+
+    /// [`ResumeConfig::max_delay`], no less than [`MIN_DELAY`].
+    fn max_delay(&self) -> Duration {
+        self.config.max_delay.max(MIN_DELAY)
     }
 
     fn progress(&mut self) {
@@ -759,7 +850,7 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
             Some(delay) => {
                 // The server's `retry` is honoured up to the cap: a request
                 // must not wait a day because a server said so.
-                let delay = delay.min(self.config.max_delay);
+                let delay = delay.min(self.max_delay());
                 // Closing after progress is not a failure, but the next close
                 // without progress is.
                 self.failures = 1;
@@ -791,7 +882,7 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
             Some(delay) => {
                 self.failures += 1;
                 let delay = self.server_retry.map_or(delay, |server| server.max(delay));
-                self.state = State::Backoff(delay.min(self.config.max_delay));
+                self.state = State::Backoff(delay.min(self.max_delay()));
                 None
             }
             None => {
@@ -847,7 +938,7 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
                 };
                 let delay = wait.map_or(delay, |wait| wait.max(delay));
                 self.failures += 1;
-                self.state = State::Backoff(delay.min(self.config.max_delay));
+                self.state = State::Backoff(delay.min(self.max_delay()));
                 None
             }
             None => Some(ResumeStreamError::Exhausted {

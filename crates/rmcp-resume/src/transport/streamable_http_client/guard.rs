@@ -102,10 +102,13 @@ fn failure_frame<E: std::error::Error + 'static>(
     error: &ResumeStreamError<E>,
     revision_resumes: bool,
 ) -> Sse {
+    // Under a revision without resumption, a stream with no cursor, or a
+    // resume the server refuses outright (`405` to the `GET`), is a request
+    // lost with its stream.
     let no_cursor = matches!(
         error,
         ResumeStreamError::Exhausted { last, .. } if matches!(**last, Attempt::NoCursor(_))
-    );
+    ) || matches!(error, ResumeStreamError::Fatal(_));
     let error = if no_cursor && !revision_resumes {
         crate::model::ErrorData::new(
             crate::model::ErrorCode(RESUME_FAILED_CODE),

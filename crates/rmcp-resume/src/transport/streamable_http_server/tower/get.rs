@@ -161,10 +161,16 @@ impl<S: crate::ServerHandler + Send + 'static, M: SessionManager> StreamableHttp
         let raw = cursor.to_string();
         let id = match (cursor.as_rmcp(), local.has_event_store()) {
             (Some(id), false) => id,
-            // An event store assigns its own ids and answers from itself.
+            // An event store assigns its own ids and answers from itself. Its
+            // replay proves nothing about completeness and follows no rules
+            // of rmcp's, so no notice vouches for it: the client judges it as
+            // any other server's (strictly after the cursor, ids opaque).
             (_, true) => {
                 return match local.resume_with_notice(session, &raw).await {
-                    Ok(resumed) => self.resumed(session, resumed.notice, resumed.stream),
+                    Ok(resumed) => {
+                        self.telemetry.count(Counter::Replayed);
+                        self.sse(resumed.stream.map(frame), None)
+                    }
                     Err(error) => self.rejected(session, &raw, &error.to_string(), None),
                 };
             }
