@@ -34,15 +34,18 @@ enum Script {
     Busy,
 }
 
+/// A `GET` as the server saw it: when, and its `Last-Event-ID`.
+type Get = (Instant, Option<String>);
+
 #[derive(Clone)]
 struct Scripted {
     script: Script,
-    /// Every `GET`: when, and its `Last-Event-ID`.
-    gets: Arc<Mutex<Vec<(Instant, Option<String>)>>>,
+    /// Every `GET`.
+    gets: Arc<Mutex<Vec<Get>>>,
 }
 
 impl Scripted {
-    fn gets(&self) -> Vec<(Instant, Option<String>)> {
+    fn gets(&self) -> Vec<Get> {
         self.gets.lock().map(|g| g.clone()).unwrap_or_default()
     }
 }
