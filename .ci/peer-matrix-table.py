@@ -24,7 +24,7 @@ ROWS = [
     ("typescript-1.32.2-45s-cut", "TypeScript SDK 1.32.2, `quiet 45000` cut once (the fork's default config)"),
     ("typescript-1.32.2-45s-lifetime", "TypeScript SDK 1.32.2, `quiet 45000`, 20 s lifetime (the fork's default config)"),
 ]
-SHAPES = ["quick", "quiet", "poll", "lifetime", "buffered", "churn"]
+SHAPES = ["quick", "quiet", "poll", "lifetime", "buffered", "churn", "half-cut"]
 MARK = {"BUG": "**BUG** ", "FAIL": "**FAIL** ", "ok": "", "n/a": ""}
 LIMIT = 400
 

@@ -11,9 +11,10 @@
 //! | `quick` | `quick 5`: five progress values, the answer at once | a plain proxy |
 //! | `quiet` | `quiet 12000`: progress 1, 12 s of silence (longer than the fork's 10 s `silent_resume_timeout`, its shortest timeout), progress 2 | every connection cut 1 s after progress 1 went through |
 //! | `poll` | `poll 2000`: progress 1, the server closes the call's stream itself (SEP-1699), progress 2 after 2 s | a plain proxy |
-//! | `lifetime` | `quiet 12000` | every connection closed 4 s after it opened (a load balancer's connection lifetime) |
+//! | `lifetime` | `quiet 12000` | every connection closed 5 s after it opened (a load balancer's connection lifetime; not a divisor of 12 s, see below) |
 //! | `buffered` | `quick 5`, then `quiet 3000` | responses held until 64 KiB or their end (nginx's `proxy_buffering`) |
 //! | `churn` | four `stream 10×100 ms` | connections closed after 200–800 ms (seed 7), from the first call on |
+//! | `half-cut` | `quiet 6000` | cut 1 s after progress 1 on the client's side only; the server's side closes 3 s later |
 //!
 //! Each row's cells, and both clients of each, run at once against one
 //! server (a process, or in-process for rmcp), each client with its own
@@ -48,16 +49,18 @@ enum Shape {
     Lifetime,
     Buffered,
     Churn,
+    HalfCut,
 }
 
 impl Shape {
-    const ALL: [Shape; 6] = [
+    const ALL: [Shape; 7] = [
         Shape::Quick,
         Shape::Quiet,
         Shape::Poll,
         Shape::Lifetime,
         Shape::Buffered,
         Shape::Churn,
+        Shape::HalfCut,
     ];
 
     fn name(self) -> &'static str {
@@ -68,6 +71,7 @@ impl Shape {
             Shape::Lifetime => "lifetime",
             Shape::Buffered => "buffered",
             Shape::Churn => "churn",
+            Shape::HalfCut => "half-cut",
         }
     }
 
@@ -94,7 +98,12 @@ impl Shape {
                 ..plain
             },
             Shape::Lifetime => Plan {
-                path: PathKind::Lifetime(Duration::from_secs(4)),
+                // 4 s would cut at 12 s, the millisecond in which the tool
+                // sends its last progress and its answer; the TypeScript
+                // SDK's example store replays events of one millisecond in
+                // the order of a random suffix, answer first half the time,
+                // for either client.
+                path: PathKind::Lifetime(Duration::from_secs(5)),
                 calls: vec![quiet(QUIET_MS)],
                 ..plain
             },
@@ -110,6 +119,12 @@ impl Shape {
                     max: Duration::from_millis(800),
                 },
                 calls: vec![stream(10, 100); 4],
+                ..plain
+            },
+            Shape::HalfCut => Plan {
+                path: PathKind::HalfOpen(Duration::from_secs(3)),
+                calls: vec![quiet(6_000)],
+                cut_after_first_progress: Some(Duration::from_secs(1)),
                 ..plain
             },
         }

@@ -106,6 +106,10 @@ pub enum PathKind {
     Plain,
     /// Every connection closed this long after it opened.
     Lifetime(Duration),
+    /// A cut closes only the client's side at once, and the server's side
+    /// this much later: the server still counts the cut stream as connected
+    /// when the resume arrives (the TypeScript SDK answers `409` then).
+    HalfOpen(Duration),
     /// Responses held until 64 KiB or their end ([`BufferingProxy`]).
     Buffering,
     /// Connections closed at random (`seed`, lifetimes in `min..max`), from
@@ -560,7 +564,10 @@ pub async fn run_client(
             if let (Some(after), Some(proxy)) = (plan.cut_after_first_progress, &proxy) {
                 proxy.marker_seen().await;
                 tokio::time::sleep(after).await;
-                proxy.cut();
+                match plan.path {
+                    PathKind::HalfOpen(hold) => proxy.cut_client_side(hold),
+                    _ => proxy.cut(),
+                }
             }
             std::future::pending::<()>().await;
         };

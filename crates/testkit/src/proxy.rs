@@ -25,6 +25,8 @@ pub struct Proxy {
     lose_posts: Arc<std::sync::Mutex<(Vec<u8>, usize)>>,
     churn: Arc<std::sync::Mutex<Option<Churn>>>,
     cuts: Arc<AtomicUsize>,
+    /// How long a cut keeps the server's side open, in milliseconds.
+    half_open_ms: Arc<std::sync::atomic::AtomicU64>,
 }
 
 /// Random connection lifetimes from a seed, so a failing run can be replayed.
@@ -68,6 +70,7 @@ impl Proxy {
             lose_posts: Arc::default(),
             churn: Arc::default(),
             cuts: Arc::default(),
+            half_open_ms: Arc::default(),
         };
         let accepting = proxy.clone();
         tokio::spawn(async move {
@@ -150,13 +153,21 @@ impl Proxy {
                 None => std::future::pending().await,
             }
         };
+        let mut was_cut = false;
         tokio::select! {
             _ = upstream => {}
             _ = downstream => {}
-            _ = cut.changed() => {}
+            _ = cut.changed() => was_cut = true,
             _ = expiry => {
                 self.cuts.fetch_add(1, Ordering::SeqCst);
             }
+        }
+        let hold = Duration::from_millis(self.half_open_ms.load(Ordering::SeqCst));
+        if was_cut && !hold.is_zero() {
+            // The client's side goes now; the server's stays open, so the
+            // server still thinks its stream connected.
+            drop((client_read, client_write));
+            tokio::time::sleep(hold).await;
         }
     }
 
@@ -219,8 +230,19 @@ impl Proxy {
         true
     }
 
+    /// Closes the client's side of every connection open now, and the
+    /// server's side `hold` later: a path that loses a connection without the
+    /// server noticing (a NAT timeout, a dead proxy), so that a resume meets
+    /// a server that still counts the old stream as connected.
+    pub fn cut_client_side(&self, hold: Duration) {
+        let ms = u64::try_from(hold.as_millis()).unwrap_or(u64::MAX);
+        self.half_open_ms.store(ms, Ordering::SeqCst);
+        self.cut.send_modify(|v| *v += 1);
+    }
+
     /// Closes every connection open now; later ones are unaffected.
     pub fn cut(&self) {
+        self.half_open_ms.store(0, Ordering::SeqCst);
         self.cut.send_modify(|v| *v += 1);
     }
 

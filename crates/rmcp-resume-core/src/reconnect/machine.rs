@@ -135,6 +135,9 @@ pub(super) struct Machine<C: Connector, P: RetryPolicy> {
     /// The cursor came from a frame without data (a priming frame): no
     /// message with its id has been delivered.
     primed: bool,
+    /// The id of a priming frame on a resume not yet proven, adopted only if
+    /// the server closes the stream as a poll.
+    provisional: Option<String>,
 }
 
 /// At most one WARN per stream in this long for losses a server reports.
@@ -164,6 +167,12 @@ pub fn is_response(sse: &Sse) -> bool {
         .filter(|d| !d.is_empty())
         .and_then(|d| serde_json::from_str::<ResponseProbe>(d).ok())
         .is_some_and(|p| p.id.is_some() && p.method.is_none())
+}
+
+/// Whether `sse` carries a message (priming frames carry an id, a `retry`,
+/// or nothing).
+fn carries_data(sse: &Sse) -> bool {
+    sse.data.as_deref().is_some_and(|d| !d.is_empty())
 }
 
 /// Whether a broken stream holds input that cannot be decoded (not UTF-8):
@@ -238,6 +247,7 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
             last_warned: None,
             connected_at: Instant::now(),
             primed: false,
+            provisional: None,
         };
         // A first connection opened with a cursor is a resume: judge it so.
         let verifier = machine
@@ -317,8 +327,16 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
                 | State::Following { frames, .. }
                 | State::Draining { frames, .. } => read(frames, wait).await,
             };
-            if let (State::Verifying { heard, .. }, Read::Frame(_)) = (&mut self.state, &read)
+            // A frame with nothing in it (a priming frame) says the server
+            // opened a stream, not that it attached it to anything: the
+            // Python SDK's server primes a resume and can still miss what
+            // it sent while attaching it. Only a message or a notice is heard.
+            let vouched = self.vouched;
+            if let (State::Verifying { heard, .. }, Read::Frame(sse)) = (&mut self.state, &read)
                 && *heard == Heard::Nothing
+                && (vouched
+                    || carries_data(sse)
+                    || sse.event.as_deref() == Some(REPLAY_NOTICE_EVENT))
             {
                 *heard = Heard::Frame;
             }
@@ -431,6 +449,7 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
         let error = match connected {
             Ok(frames) => {
                 self.connected_at = Instant::now();
+                self.provisional = None;
                 let verifier = cursor
                     .as_deref()
                     .and_then(|c| self.judge(c))
@@ -529,7 +548,15 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
             }
         }
         if let Some(id) = sse.id.as_deref().filter(|id| !id.is_empty()) {
-            let carries_data = sse.data.as_deref().is_some_and(|d| !d.is_empty());
+            let carries_data = carries_data(&sse);
+            if !carries_data && !self.vouched && matches!(self.state, State::Verifying { .. }) {
+                // A resume's priming frame: the cursor stays where the last
+                // message left it until the stream closes as a poll, so that
+                // a refresh or a break replays what the server may have
+                // missed while attaching this one.
+                self.provisional = Some(id.to_owned());
+                return Frame::Skip;
+            }
             match self.on_id(id, carries_data) {
                 Ok(true) => {}
                 Ok(false) => return Frame::Skip,
@@ -815,6 +842,14 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
     /// The server ended the stream cleanly.
     fn on_close(&mut self) -> Option<ResumeStreamError<C::Error>> {
         let closed = mem::replace(&mut self.state, State::Done);
+        if let (State::Verifying { .. }, Some(id)) = (&closed, self.provisional.take()) {
+            // Primed, then closed: a poll (SEP-1699) that gave the client a
+            // new cursor. Its `retry`, nothing counted.
+            self.cursor = Some(id);
+            self.primed = true;
+            self.progress();
+            return self.schedule_after_progress();
+        }
         if let State::Verifying { mut verifier, .. } = closed {
             verifier.on_close();
             return match verifier.verdict() {

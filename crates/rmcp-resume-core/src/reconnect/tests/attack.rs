@@ -240,8 +240,9 @@ async fn a_zero_silent_resume_timeout_does_not_spin() {
         config,
     );
     let _ = read_for(stream, Duration::from_secs(60)).await;
+    // About one a second: the timeout has a floor.
     assert!(
-        log.entries().len() <= 60,
+        log.entries().len() <= 70,
         "{} GETs in a minute",
         log.entries().len()
     );

@@ -618,3 +618,32 @@ async fn a_first_event_numbered_like_its_priming_frame_is_delivered() {
         "a delivered message's exact repeat is still a copy"
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_primed_resume_that_stays_quiet_is_refreshed_from_the_last_message() {
+    // The Python SDK's server primes a resume, then attaches it to the live
+    // stream; what the tool sent in between is in its store but never on
+    // this connection. The refresh asks again from the last message, not
+    // from the priming frame, and the replay carries the response.
+    let (script, log) = Script::new(
+        vec![
+            Answer::Stall(vec![priming("s:9", 200)]),
+            Answer::Frames(vec![response("s:8")]),
+        ],
+        || Answer::Stall(vec![]),
+    );
+    let stream = resuming_sse_stream(
+        None,
+        cut_after("s:5"),
+        script,
+        StreamScope::Request,
+        fixed(None, 1000),
+        ResumeConfig::default(),
+    );
+    let (messages, error) = tokio::time::timeout(Duration::from_secs(600), drain(stream))
+        .await
+        .unwrap_or_else(|_| panic!("hung on a primed, quiet resume"));
+    assert!(error.is_none(), "{error:?}");
+    assert_eq!(progress_values(&messages), ["s:8"]);
+    assert_eq!(log.cursors(), [cut_after("s:5"), cut_after("s:5")]);
+}
