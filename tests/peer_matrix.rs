@@ -211,7 +211,7 @@ async fn run_row(
     label: &'static str,
     server: RowServer,
     no_poll: Option<&str>,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<RowRecord> {
     let cells = Shape::ALL.map(|shape| {
         let addr = server.addr;
         async move {
@@ -224,7 +224,8 @@ async fn run_row(
     let cells = futures::future::join_all(cells).await;
     let record = RowRecord { row, label, cells };
     matrix::write_record(&repo().join("target/peer-matrix"), &record)?;
-    matrix::report(&record)
+    matrix::report(&record)?;
+    Ok(record)
 }
 
 /// Why upstream rmcp's servers have no `poll` cell.
@@ -234,40 +235,57 @@ const RMCP_NO_POLL: &str = "no API for a tool to close its own request stream: u
 async fn typescript_sdk_1_32_2() -> anyhow::Result<()> {
     let server = typescript_1().await?;
     let label = "TypeScript SDK 1.32.2, its example InMemoryEventStore";
-    run_row("typescript-1.32.2", label, server, None).await
+    run_row("typescript-1.32.2", label, server, None)
+        .await
+        .map(drop)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn typescript_sdk_2_4_0() -> anyhow::Result<()> {
     let server = typescript_2().await?;
     let label = "TypeScript SDK 2.4.0 (`@modelcontextprotocol/server`, `/node` 2.1.2), an in-memory event store";
-    run_row("typescript-2.4.0", label, server, None).await
+    let record = run_row("typescript-2.4.0", label, server, None).await?;
+    // The half-cut cell met the conflict it is there for: this server's
+    // store names a cursor's stream, so a resume of a stream it still counts
+    // as connected is answered `409`, and the fork's client went on.
+    let conflicts = record
+        .cells
+        .iter()
+        .find(|cell| cell.shape == "half-cut")
+        .and_then(|cell| cell.fork.as_ref())
+        .map_or(0, |fork| fork.conflicts);
+    anyhow::ensure!(conflicts > 0, "the half-cut cell saw no 409");
+    Ok(())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn python_sdk_2_3_0() -> anyhow::Result<()> {
     let server = python().await?;
     let label = "Python SDK 2.3.0, an in-memory event store per session";
-    run_row("python-2.3.0", label, server, None).await
+    run_row("python-2.3.0", label, server, None).await.map(drop)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rmcp_3_11_0() -> anyhow::Result<()> {
     let server = rmcp_3(Side::Upstream).await?;
     let label = "rmcp 3.11.0 (upstream), its defaults";
-    run_row("rmcp-3.11.0", label, server, Some(RMCP_NO_POLL)).await
+    run_row("rmcp-3.11.0", label, server, Some(RMCP_NO_POLL))
+        .await
+        .map(drop)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rmcp_1_8_0() -> anyhow::Result<()> {
     let server = rmcp_1().await?;
     let label = "rmcp 1.8.0 (upstream), its defaults";
-    run_row("rmcp-1.8.0", label, server, Some(RMCP_NO_POLL)).await
+    run_row("rmcp-1.8.0", label, server, Some(RMCP_NO_POLL))
+        .await
+        .map(drop)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rmcp_resume_fork() -> anyhow::Result<()> {
     let server = rmcp_3(Side::Fork).await?;
     let label = "rmcp-resume (this fork), its defaults";
-    run_row("rmcp-resume", label, server, None).await
+    run_row("rmcp-resume", label, server, None).await.map(drop)
 }

@@ -309,6 +309,9 @@ pub struct ClientRecord {
     /// `GET`s with `Last-Event-ID` sent through the proxy (not counted
     /// through the buffering proxy).
     pub resumes: usize,
+    /// `409 Conflict` answers the proxy forwarded (the TypeScript SDK's
+    /// answer to a resume of a stream it still counts as connected).
+    pub conflicts: usize,
     /// Why it never got to its calls.
     pub detail: Option<String>,
 }
@@ -323,6 +326,7 @@ impl ClientRecord {
             discontinuities: Vec::new(),
             path_cuts: 0,
             resumes: 0,
+            conflicts: 0,
             detail: Some(detail),
         }
     }
@@ -613,6 +617,7 @@ pub async fn run_client(
         discontinuities,
         path_cuts: proxy.as_ref().map_or(0, Proxy::cuts),
         resumes: proxy.as_ref().map_or(0, Proxy::resumes),
+        conflicts: proxy.as_ref().map_or(0, Proxy::conflicts),
         detail: None,
     }
 }

@@ -27,6 +27,7 @@ pub struct Proxy {
     cuts: Arc<AtomicUsize>,
     /// How long a cut keeps the server's side open, in milliseconds.
     half_open_ms: Arc<std::sync::atomic::AtomicU64>,
+    conflicts: Arc<AtomicUsize>,
 }
 
 /// Random connection lifetimes from a seed, so a failing run can be replayed.
@@ -71,6 +72,7 @@ impl Proxy {
             churn: Arc::default(),
             cuts: Arc::default(),
             half_open_ms: Arc::default(),
+            conflicts: Arc::default(),
         };
         let accepting = proxy.clone();
         tokio::spawn(async move {
@@ -136,6 +138,9 @@ impl Proxy {
                     Ok(n) => n,
                 };
                 let chunk = &buf[..n];
+                if chunk.starts_with(b"HTTP/1.1 409") {
+                    self.conflicts.fetch_add(1, Ordering::SeqCst);
+                }
                 let (marker, seen) = &*self.marker;
                 if !marker.is_empty() && chunk.windows(marker.len()).any(|w| w == marker.as_slice())
                 {
@@ -255,6 +260,11 @@ impl Proxy {
     /// call counts).
     pub async fn resume_seen(&self) {
         self.resumed.notified().await;
+    }
+
+    /// `409 Conflict` answers forwarded so far.
+    pub fn conflicts(&self) -> usize {
+        self.conflicts.load(Ordering::SeqCst)
     }
 
     /// `GET` requests forwarded so far.
