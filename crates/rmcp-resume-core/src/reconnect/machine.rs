@@ -42,7 +42,8 @@ use super::{
 };
 use crate::resumption::{
     Continuity, ContinuityChecker, ContinuityError, EventAction, EventCursor, OpaqueEventId, Proof,
-    REPLAY_NOTICE_EVENT, ReplayNotice, ResumeVerifier, ResumptionError, StreamScope, Verdict,
+    REPLAY_NOTICE_EVENT, ReplayNotice, ResumeVerifier, ResumptionError, StreamScope,
+    UnprovenPolicy, Verdict,
 };
 
 /// Where the stream is.
@@ -138,6 +139,8 @@ pub(super) struct Machine<C: Connector, P: RetryPolicy> {
     /// The id of a priming frame on a resume not yet proven, adopted only if
     /// the server closes the stream as a poll.
     provisional: Option<String>,
+    /// The open connection was a resume (made with a cursor).
+    resumed: bool,
 }
 
 /// At most one WARN per stream in this long for losses a server reports.
@@ -167,6 +170,11 @@ pub fn is_response(sse: &Sse) -> bool {
         .filter(|d| !d.is_empty())
         .and_then(|d| serde_json::from_str::<ResponseProbe>(d).ok())
         .is_some_and(|p| p.id.is_some() && p.method.is_none())
+}
+
+/// Whether a request's response has already come on this stream.
+fn draining_now(state: &State) -> bool {
+    matches!(state, State::Draining { .. })
 }
 
 /// Whether `sse` carries a message (priming frames carry an id, a `retry`,
@@ -248,6 +256,7 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
             connected_at: Instant::now(),
             primed: false,
             provisional: None,
+            resumed: false,
         };
         // A first connection opened with a cursor is a resume: judge it so.
         let verifier = machine
@@ -256,6 +265,7 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
             .and_then(|c| machine.judge(c))
             .map(|c| ResumeVerifier::new(c, StatusCode::OK, machine.config.unproven));
         if let (Some(verifier), State::Following { .. }) = (verifier, &machine.state) {
+            machine.resumed = true;
             machine.state = match mem::replace(&mut machine.state, State::Done) {
                 State::Following { frames, .. } => State::Verifying {
                     frames,
@@ -288,19 +298,29 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
             // A request stream without a cursor cannot be resumed: a `GET`
             // without one would open the standalone stream instead.
             let resumable = self.scope == StreamScope::Standalone || self.cursor.is_some();
-            let idle = self.config.idle_timeout().filter(|_| resumable);
+            let idle = self
+                .config
+                .idle_timeout()
+                .filter(|_| resumable)
+                .map(|idle| idle.max(MIN_DELAY));
             // A resume that stays silent may be a server that attached it to
             // nothing (a shadow, or a stream still owned by the cut
             // connection); it is retried after a while, not waited on forever.
             let silence = self.config.silent_resume_timeout.max(MIN_DELAY);
             let silence = self.remaining().map_or(silence, |left| left.min(silence));
-            let silent = matches!(
-                self.state,
-                State::Verifying {
-                    heard: Heard::Nothing,
-                    ..
-                }
-            );
+            // Also silent: a resume from a server that never vouched whose
+            // only news since its replay is a priming frame.
+            let primed_quiet = !self.vouched
+                && self.provisional.is_some()
+                && matches!(self.state, State::Following { .. });
+            let silent = primed_quiet
+                || matches!(
+                    self.state,
+                    State::Verifying {
+                        heard: Heard::Nothing,
+                        ..
+                    }
+                );
             let wait = match (idle, silent) {
                 (Some(idle), true) => Some(idle.min(silence)),
                 (None, true) => Some(silence),
@@ -450,6 +470,7 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
             Ok(frames) => {
                 self.connected_at = Instant::now();
                 self.provisional = None;
+                self.resumed = cursor.is_some();
                 let verifier = cursor
                     .as_deref()
                     .and_then(|c| self.judge(c))
@@ -549,7 +570,11 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
         }
         if let Some(id) = sse.id.as_deref().filter(|id| !id.is_empty()) {
             let carries_data = carries_data(&sse);
-            if !carries_data && !self.vouched && matches!(self.state, State::Verifying { .. }) {
+            let open = matches!(
+                self.state,
+                State::Verifying { .. } | State::Following { .. }
+            );
+            if !carries_data && !self.vouched && self.resumed && open {
                 // A resume's priming frame: the cursor stays where the last
                 // message left it until the stream closes as a poll, so that
                 // a refresh or a break replays what the server may have
@@ -558,6 +583,7 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
                 return Frame::Skip;
             }
             match self.on_id(id, carries_data) {
+                Ok(true) if carries_data => self.provisional = None,
                 Ok(true) => {}
                 Ok(false) => return Frame::Skip,
                 Err(failure) => return Frame::Fail(failure, Some(Box::new(sse))),
@@ -668,8 +694,22 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
         // its first event `0` too: a message repeating an id only a priming
         // frame carried is new, not a copy.
         let unprimed = self.primed && carries_data && self.cursor.as_deref() == Some(id);
-        if unprimed && !self.vouched && matches!(self.state, State::Verifying { .. }) {
-            self.follow(None);
+        if unprimed && !draining_now(&self.state) {
+            let verifying = matches!(self.state, State::Verifying { .. });
+            if verifying && self.config.unproven == UnprovenPolicy::Strict {
+                // Nothing proves that this resume continues the stream.
+                if let Some(cursor) = self.judge(id) {
+                    return Err(ResumeStreamError::Resumption(ResumptionError::Unproven {
+                        cursor,
+                    }));
+                }
+            }
+            // Delivered, and the checking starts from it.
+            let checker = self.judge(id).map(ContinuityChecker::new);
+            self.follow(checker);
+            self.primed = false;
+            self.progress();
+            return Ok(true);
         }
         // Unvouched ids on an open stream need no parsing: only an exact
         // repeat of the last one (the cursor) is a duplicate.
@@ -841,12 +881,25 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
 
     /// The server ended the stream cleanly.
     fn on_close(&mut self) -> Option<ResumeStreamError<C::Error>> {
+        let was_held = self.held();
         let closed = mem::replace(&mut self.state, State::Done);
-        if let (State::Verifying { .. }, Some(id)) = (&closed, self.provisional.take()) {
+        let provisional = self
+            .provisional
+            .take()
+            .filter(|id| self.cursor.as_deref() != Some(id.as_str()));
+        if let (State::Verifying { .. } | State::Following { .. }, Some(id)) =
+            (&closed, provisional)
+        {
             // Primed, then closed: a poll (SEP-1699) that gave the client a
             // new cursor. Its `retry`, nothing counted.
             self.cursor = Some(id);
             self.primed = true;
+            self.progress();
+            return self.schedule_after_progress();
+        }
+        if matches!(closed, State::Verifying { .. }) && was_held {
+            // Held, then closed cleanly: a poll of a server with nothing new
+            // (the TypeScript SDK's `closeSSEStream` on a resumed stream).
             self.progress();
             return self.schedule_after_progress();
         }
@@ -917,6 +970,7 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
             Some(delay) => {
                 self.failures += 1;
                 let delay = self.server_retry.map_or(delay, |server| server.max(delay));
+                let delay = if delay.is_zero() { MIN_DELAY } else { delay };
                 self.state = State::Backoff(delay.min(self.max_delay()));
                 None
             }
@@ -972,6 +1026,13 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
                     delay
                 };
                 let delay = wait.map_or(delay, |wait| wait.max(delay));
+                // Only the first retry is at once: a policy's zero after it
+                // would be a loop without pause.
+                let delay = if delay.is_zero() && self.failures > 0 {
+                    MIN_DELAY
+                } else {
+                    delay
+                };
                 self.failures += 1;
                 self.state = State::Backoff(delay.min(self.max_delay()));
                 None

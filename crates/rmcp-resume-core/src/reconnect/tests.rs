@@ -1234,5 +1234,6 @@ async fn log_lines_are_children_of_the_span_the_stream_was_built_in() {
 }
 
 mod attack;
+mod attack2;
 /// The client review's findings (2026-12), one scripted case each.
 mod findings;

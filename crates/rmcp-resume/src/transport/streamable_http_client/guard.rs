@@ -97,18 +97,21 @@ impl<C: StreamableHttpClient> ResumeGuard<C> {
 /// The frame that fails `request` with `error`: the request ends with a
 /// JSON-RPC error ([`RESUME_FAILED_CODE`], a [`ResumeFailure`] in its `data`)
 /// instead of waiting for a response that will not come.
-fn failure_frame<E: std::error::Error + 'static>(
+fn failure_frame<E: std::error::Error + Send + Sync + 'static>(
     request: &RequestId,
-    error: &ResumeStreamError<E>,
+    error: &ResumeStreamError<StreamableHttpError<E>>,
     revision_resumes: bool,
 ) -> Sse {
     // Under a revision without resumption, a stream with no cursor, or a
-    // resume the server refuses outright (`405` to the `GET`), is a request
-    // lost with its stream.
+    // resume the server refuses as such (`405` to the `GET`), is a request
+    // lost with its stream; authentication failures stay what they are.
     let no_cursor = matches!(
         error,
         ResumeStreamError::Exhausted { last, .. } if matches!(**last, Attempt::NoCursor(_))
-    ) || matches!(error, ResumeStreamError::Fatal(_));
+    ) || matches!(
+        error,
+        ResumeStreamError::Fatal(StreamableHttpError::ServerDoesNotSupportSse)
+    );
     let error = if no_cursor && !revision_resumes {
         crate::model::ErrorData::new(
             crate::model::ErrorCode(RESUME_FAILED_CODE),
@@ -136,7 +139,7 @@ fn failure_frame<E: std::error::Error + 'static>(
 /// A request's response stream: judged reconnects, then exactly one of the
 /// response or a failure frame, then the end.
 fn guard_request_stream<E: std::error::Error + Send + Sync + 'static>(
-    frames: impl Stream<Item = Result<Sse, ResumeStreamError<E>>> + Send + 'static,
+    frames: impl Stream<Item = Result<Sse, ResumeStreamError<StreamableHttpError<E>>>> + Send + 'static,
     request: RequestId,
     revision_resumes: bool,
 ) -> BoxStream<'static, Result<Sse, SseError>> {
