@@ -146,7 +146,9 @@ pub struct ResumeConfig {
     pub silent_resume_timeout: Duration,
     /// The longest delay before any reconnect: the retry policy's, the
     /// server's `retry` and a `Retry-After` are each honoured up to this.
-    /// Default 30 s.
+    /// Default 30 s. This cap, `silent_resume_timeout`, the idle timeout and
+    /// any zero delay after the first retry are each taken as at least 1 s,
+    /// so that no setting makes a loop without pause.
     pub max_delay: Duration,
     /// How long a request stream may go on failing to resume (from its
     /// first failed attempt, until progress) before the request fails.

@@ -688,6 +688,26 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
         }
     }
 
+    /// The standalone stream goes on from `id` after a loss it reports.
+    fn go_on_after_gap(
+        &mut self,
+        id: &str,
+        carries_data: bool,
+        lost: Option<crate::resumption::LostRange>,
+        why: &dyn std::fmt::Display,
+    ) -> bool {
+        let cursor = self.cursor.replace(id.to_owned());
+        self.primed = !carries_data;
+        self.progress();
+        self.report(Discontinuity {
+            cursor,
+            lost,
+            reason: why.to_string(),
+            stream: StreamScope::Standalone,
+        });
+        true
+    }
+
     /// Checks an event id; `Ok(false)` drops the event as a duplicate.
     fn on_id(&mut self, id: &str, carries_data: bool) -> Result<bool, ResumeStreamError<C::Error>> {
         // Upstream rmcp's standalone stream primes with id `0` and numbers
@@ -739,18 +759,8 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
                         error @ (ResumptionError::Gap { .. }
                         | ResumptionError::Discontinuous { .. }),
                     ) if self.scope == StreamScope::Standalone => {
-                        let lost = error.lost();
                         self.follow(parsed.map(ContinuityChecker::new));
-                        let cursor = self.cursor.replace(id.to_owned());
-                        self.primed = !carries_data;
-                        self.progress();
-                        self.report(Discontinuity {
-                            cursor,
-                            lost,
-                            reason: error.to_string(),
-                            stream: StreamScope::Standalone,
-                        });
-                        return Ok(true);
+                        return Ok(self.go_on_after_gap(id, carries_data, error.lost(), &error));
                     }
                     Verdict::ResumptionFailed(error) => {
                         return Err(ResumeStreamError::Resumption(error));
@@ -778,15 +788,7 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
                                 ContinuityError::Gap { lost, .. } => Some(*lost),
                                 _ => None,
                             };
-                            let cursor = self.cursor.replace(id.to_owned());
-                            self.progress();
-                            self.report(Discontinuity {
-                                cursor,
-                                lost,
-                                reason: error.to_string(),
-                                stream: StreamScope::Standalone,
-                            });
-                            return Ok(true);
+                            return Ok(self.go_on_after_gap(id, carries_data, lost, &error));
                         }
                         Err(error) => return Err(ResumeStreamError::Continuity(error)),
                     },

@@ -302,6 +302,32 @@ async fn drain(
     );
 }
 
+/// A stream that stays open after its frames: read until the test's horizon.
+async fn read_for(
+    stream: impl futures::Stream<Item = Result<Sse, ResumeStreamError<Status>>>,
+    horizon: Duration,
+) -> Outcome {
+    let mut messages = Vec::new();
+    let mut stream = std::pin::pin!(stream);
+    let end = tokio::time::sleep(horizon);
+    let mut end = std::pin::pin!(end);
+    loop {
+        tokio::select! {
+            _ = &mut end => return (messages, None),
+            next = stream.next() => match next {
+                Some(Ok(sse)) => messages.push(sse),
+                Some(Err(error)) => return (messages, Some(error)),
+                None => return (messages, None),
+            },
+        }
+    }
+}
+
+/// The ids of `messages`, in order.
+fn ids(messages: &[Sse]) -> Vec<String> {
+    messages.iter().filter_map(|m| m.id.clone()).collect()
+}
+
 fn cut_after(cursor: &str) -> Option<String> {
     Some(cursor.to_owned())
 }

@@ -7,31 +7,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::*;
 
-/// A stream that stays open after its frames: read until the test's horizon.
-async fn read_for(
-    stream: impl futures::Stream<Item = Result<Sse, ResumeStreamError<Status>>>,
-    horizon: Duration,
-) -> Outcome {
-    let mut messages = Vec::new();
-    let mut stream = std::pin::pin!(stream);
-    let end = tokio::time::sleep(horizon);
-    let mut end = std::pin::pin!(end);
-    loop {
-        tokio::select! {
-            _ = &mut end => return (messages, None),
-            next = stream.next() => match next {
-                Some(Ok(sse)) => messages.push(sse),
-                Some(Err(error)) => return (messages, Some(error)),
-                None => return (messages, None),
-            },
-        }
-    }
-}
-
-fn ids(messages: &[Sse]) -> Vec<String> {
-    messages.iter().filter_map(|m| m.id.clone()).collect()
-}
-
 fn kind(error: &Option<ResumeStreamError<Status>>) -> Option<ResumeFailureKind> {
     error.as_ref().map(|e| ResumeFailure::of(e).kind)
 }

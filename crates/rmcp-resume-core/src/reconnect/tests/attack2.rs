@@ -118,31 +118,6 @@ fn messages_of(
     })
 }
 
-/// Reads until the stream ends or the test's horizon.
-async fn read_for(
-    stream: impl futures::Stream<Item = Result<Sse, ResumeStreamError<Status>>>,
-    horizon: Duration,
-) -> Outcome {
-    let mut messages = Vec::new();
-    let mut stream = std::pin::pin!(stream);
-    let end = tokio::time::sleep(horizon);
-    let mut end = std::pin::pin!(end);
-    loop {
-        tokio::select! {
-            _ = &mut end => return (messages, None),
-            next = stream.next() => match next {
-                Some(Ok(sse)) => messages.push(sse),
-                Some(Err(error)) => return (messages, Some(error)),
-                None => return (messages, None),
-            },
-        }
-    }
-}
-
-fn ids(messages: &[Sse]) -> Vec<String> {
-    messages.iter().filter_map(|m| m.id.clone()).collect()
-}
-
 /// `frames`, then the connection breaks.
 fn broken_after(frames: Vec<Sse>) -> SseFrames {
     futures::stream::iter(frames.into_iter().map(Ok))

@@ -5,32 +5,6 @@
 
 use super::*;
 
-/// A standalone stream that stays open after `frames`: the caller reads
-/// until the test's own horizon.
-async fn read_for(
-    stream: impl futures::Stream<Item = Result<Sse, ResumeStreamError<Status>>>,
-    horizon: Duration,
-) -> Outcome {
-    let mut messages = Vec::new();
-    let mut stream = std::pin::pin!(stream);
-    let end = tokio::time::sleep(horizon);
-    let mut end = std::pin::pin!(end);
-    loop {
-        tokio::select! {
-            _ = &mut end => return (messages, None),
-            next = stream.next() => match next {
-                Some(Ok(sse)) => messages.push(sse),
-                Some(Err(error)) => return (messages, Some(error)),
-                None => return (messages, None),
-            },
-        }
-    }
-}
-
-fn progress_values(messages: &[Sse]) -> Vec<String> {
-    messages.iter().filter_map(|m| m.id.clone()).collect()
-}
-
 #[tokio::test(start_paused = true)]
 async fn an_unvouched_servers_silence_is_a_call_still_working() {
     // C1: the TypeScript and Python servers replay strictly after the cursor
@@ -58,7 +32,7 @@ async fn an_unvouched_servers_silence_is_a_call_still_working() {
         .await
         .unwrap_or_else(|_| panic!("hung"));
     assert!(error.is_none(), "{error:?}");
-    assert_eq!(progress_values(&messages), ["7f3a_2", "7f3a_3"]);
+    assert_eq!(ids(&messages), ["7f3a_2", "7f3a_3"]);
     assert_eq!(log.cursors(), vec![cut_after("7f3a_1"); 5]);
     assert_eq!(log.gaps(), [ResumeConfig::DEFAULT_SILENT_RESUME_TIMEOUT; 4]);
 }
@@ -332,7 +306,7 @@ async fn a_live_standalone_gap_keeps_the_connection() {
     );
     let (messages, error) = read_for(stream, Duration::from_secs(60)).await;
     assert!(error.is_none(), "{error:?}");
-    assert_eq!(progress_values(&messages), ["1", "2", "5", "6"]);
+    assert_eq!(ids(&messages), ["1", "2", "5", "6"]);
     let gaps = seen(&gaps);
     assert_eq!(gaps.len(), 1, "{gaps:?}");
     assert_eq!(gaps[0].lost.map(|l| l.len()), Some(2));
@@ -364,7 +338,7 @@ async fn nothing_after_the_response_can_fail_the_request() {
     );
     let (messages, error) = drain(stream).await;
     assert!(error.is_none(), "{error:?}");
-    assert_eq!(progress_values(&messages), ["1/1"]);
+    assert_eq!(ids(&messages), ["1/1"]);
 }
 
 #[tokio::test(start_paused = true)]
@@ -532,7 +506,7 @@ async fn notifications_lost_before_a_response_are_reported() {
     );
     let (messages, error) = drain(stream).await;
     assert!(error.is_none(), "{error:?}");
-    assert_eq!(progress_values(&messages), ["1/1", "4/1"]);
+    assert_eq!(ids(&messages), ["1/1", "4/1"]);
     let gaps = seen(&gaps);
     assert_eq!(gaps.len(), 1, "{gaps:?}");
     assert_eq!(gaps[0].stream, StreamScope::Request);
@@ -588,7 +562,7 @@ async fn a_first_event_numbered_like_its_priming_frame_is_delivered() {
     );
     let (messages, error) = read_for(stream, Duration::from_secs(5)).await;
     assert!(error.is_none(), "{error:?}");
-    assert_eq!(progress_values(&messages), ["0", "1"]);
+    assert_eq!(ids(&messages), ["0", "1"]);
     assert_eq!(log.cursors(), [cut_after("0")]);
 
     let (script, _) = Script::new(vec![], || Answer::Stall(vec![]));
@@ -613,7 +587,7 @@ async fn a_first_event_numbered_like_its_priming_frame_is_delivered() {
     );
     let (messages, _) = read_for(stream, Duration::from_secs(5)).await;
     assert_eq!(
-        progress_values(&messages),
+        ids(&messages),
         ["0", "1"],
         "a delivered message's exact repeat is still a copy"
     );
@@ -644,6 +618,6 @@ async fn a_primed_resume_that_stays_quiet_is_refreshed_from_the_last_message() {
         .await
         .unwrap_or_else(|_| panic!("hung on a primed, quiet resume"));
     assert!(error.is_none(), "{error:?}");
-    assert_eq!(progress_values(&messages), ["s:8"]);
+    assert_eq!(ids(&messages), ["s:8"]);
     assert_eq!(log.cursors(), [cut_after("s:5"), cut_after("s:5")]);
 }
