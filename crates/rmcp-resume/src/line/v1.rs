@@ -111,6 +111,11 @@ mod client {
         None
     }
 
+    /// 1.8 has no subscriptions.
+    pub(crate) fn is_subscription(_request: &crate::model::ClientRequest) -> bool {
+        false
+    }
+
     /// 1.8's errors carry no `Retry-After`.
     pub(crate) fn retry_after<E: std::error::Error + Send + Sync + 'static>(
         _error: &StreamableHttpError<E>,

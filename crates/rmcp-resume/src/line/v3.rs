@@ -144,6 +144,15 @@ mod client {
         }
     }
 
+    /// Whether `request` opens a subscription (`subscriptions/listen`,
+    /// 2026-07-28), whose stream's end upstream reports itself.
+    pub(crate) fn is_subscription(request: &crate::model::ClientRequest) -> bool {
+        matches!(
+            request,
+            crate::model::ClientRequest::SubscriptionsListenRequest(_)
+        )
+    }
+
     /// The `Retry-After` a client error carries, as a delay from now.
     pub(crate) fn retry_after<E: std::error::Error + Send + Sync + 'static>(
         error: &StreamableHttpError<E>,

@@ -210,6 +210,10 @@ fn is_handshake(message: &ClientJsonRpcMessage) -> bool {
     }
 }
 
+fn is_subscription(message: &ClientJsonRpcMessage) -> bool {
+    matches!(message, JsonRpcMessage::Request(request) if crate::line::is_subscription(&request.request))
+}
+
 fn request_id(message: &ClientJsonRpcMessage) -> Option<RequestId> {
     match message {
         JsonRpcMessage::Request(request) => Some(request.id.clone()),
@@ -267,8 +271,10 @@ impl<C: StreamableHttpClient> ResumeGuard<C> {
         // resumption (by its header) a stream that carries no event id
         // cannot be resumed, and its failure says so; one that does (a
         // server that negotiated less than the header claims) is resumed.
+        // A subscription (2026-07-28) is not a call: upstream reports the
+        // end of its stream itself (`SubscriptionEnd`).
         let resumable = speaks_resumable_revision(&headers);
-        let request = request_id(&msg);
+        let request = request_id(&msg).filter(|_| !is_subscription(&msg));
         let event_limit = line::event_limit(&limits);
         let handshake = is_handshake(&msg).then(|| msg.clone());
         let envelope = Envelope {
