@@ -91,10 +91,11 @@ pub type DiscontinuityObserver = Arc<dyn Fn(&Discontinuity) + Send + Sync>;
 /// | [`resume_deadline`](Self::resume_deadline) (request streams) | time since the first failed attempt | progress |
 ///
 /// Progress is a new event id, the request's response, a resume the server
-/// held open for [`silent_resume_timeout`](Self::silent_resume_timeout)
-/// (having acknowledged the cursor with its `mcp-replay` notice, if it
-/// vouched for rmcp's rules), or an acknowledged poll (the notice, then a
-/// close); nothing else (a message without an id, a priming frame that
+/// held open for [`silent_resume_timeout`](Self::silent_resume_timeout) or
+/// 5 s, whichever is less, counted from the request (having acknowledged
+/// the cursor with its `mcp-replay` notice, if it vouched for rmcp's
+/// rules), or an acknowledged poll (the notice, then a close). So a path
+/// whose connections live 5 s or more costs a call nothing. Nothing else (a message without an id, a priming frame that
 /// repeats the cursor, an acknowledgement broken at once) resets a count.
 ///
 /// # Every wait, and what ends it

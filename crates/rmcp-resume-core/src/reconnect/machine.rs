@@ -131,7 +131,10 @@ pub(super) struct Machine<C: Connector, P: RetryPolicy> {
     span: tracing::Span,
     /// When this stream last logged a loss at WARN.
     last_warned: Option<Instant>,
-    /// When the open connection was made.
+    /// When the request that opened the connection was sent. A path's
+    /// connection lifetime runs from about then (the TCP accept), not from
+    /// the response headers: a hold measured from the headers would fall
+    /// short of a lifetime equal to it, every time.
     connected_at: Instant,
     /// The cursor came from a frame without data (a priming frame): no
     /// message with its id has been delivered.
@@ -461,6 +464,7 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
         let cursor = self.cursor.clone();
         let limit = self.config.connect_timeout;
         let limit = self.remaining().map_or(limit, |left| left.min(limit));
+        let asked_at = Instant::now();
         let connecting = self.connector.connect(cursor.as_deref());
         let Ok(connected) = tokio::time::timeout(limit, connecting).await else {
             tracing::debug!(parent: &self.span, ?cursor, ?limit, "reconnect did not answer in time");
@@ -468,7 +472,7 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
         };
         let error = match connected {
             Ok(frames) => {
-                self.connected_at = Instant::now();
+                self.connected_at = asked_at;
                 self.provisional = None;
                 self.resumed = cursor.is_some();
                 let verifier = cursor

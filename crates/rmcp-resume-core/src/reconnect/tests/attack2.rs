@@ -19,6 +19,13 @@ enum Reply {
     Stall(Vec<Sse>),
     /// 200: these frames, then the connection breaks after this long.
     BreakAfter(Vec<Sse>, Duration),
+    /// 200 after `headers`, no frames, and the connection breaks `lifetime`
+    /// after the request: a proxy's connection lifetime, which runs from
+    /// the accept, not from the response.
+    Lifetime {
+        headers: Duration,
+        lifetime: Duration,
+    },
     /// An HTTP error.
     Status(u16),
 }
@@ -86,6 +93,15 @@ impl Connector for Peer {
                             Err(reset())
                         }))
                         .boxed())
+                }
+                Reply::Lifetime { headers, lifetime } => {
+                    tokio::time::sleep(headers).await;
+                    let rest = lifetime.saturating_sub(headers);
+                    Ok(futures::stream::once(async move {
+                        tokio::time::sleep(rest).await;
+                        Err(reset())
+                    })
+                    .boxed())
                 }
                 Reply::Status(status) => Err(Status(status, None)),
             }
@@ -533,6 +549,35 @@ async fn an_unvouched_resume_behind_a_six_second_lifetime_is_progress() {
     assert!(error.is_none(), "{error:?}");
     assert_eq!(ids(&messages), ["7f3a_2"]);
     assert_eq!(log.gaps(), [Duration::from_secs(6); 8]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_lifetime_equal_to_the_hold_is_progress_though_the_headers_come_late() {
+    // Found in CI: a 5 s connection lifetime (the hold's length) on a busy
+    // machine. The lifetime runs from the accept; measured from the
+    // response headers, every resume fell short of the hold, each break
+    // counted as a failure, and a healthy call was given up after five.
+    let mut replies: Vec<Reply> = (0..8)
+        .map(|_| Reply::Lifetime {
+            headers: Duration::from_millis(300),
+            lifetime: Duration::from_secs(5),
+        })
+        .collect();
+    replies.push(Reply::CloseAfter(vec![response("7f3a_2")], Duration::ZERO));
+    let (peer, log) = Peer::new(replies, || Reply::Stall(vec![]));
+    let stream = messages_of(
+        None,
+        cut_after("7f3a_1"),
+        peer,
+        StreamScope::Request,
+        fixed(Some(3), 1000),
+        ResumeConfig::default(),
+    );
+    let (messages, error) = read_for(stream, Duration::from_secs(600)).await;
+    assert!(error.is_none(), "{error:?}");
+    assert_eq!(ids(&messages), ["7f3a_2"]);
+    // Each reconnect at once: no backoff grew between them.
+    assert_eq!(log.gaps(), [Duration::from_secs(5); 8]);
 }
 
 #[tokio::test(start_paused = true)]
