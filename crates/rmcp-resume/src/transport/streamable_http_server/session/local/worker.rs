@@ -267,14 +267,14 @@ fn events(reader: LogReader<ServerSseMessage>, gate: Option<Gate>) -> EventStrea
     }
 }
 
-/// The id sent for a store's id: scoped to the session on the 3.x line
-/// (the 1.x line has no event store).
-fn scoped_id(session: &SessionId, store_id: &str) -> String {
+/// The id sent for a store's id: bound to the session by the MAC keyed in
+/// `config` on the 3.x line (the 1.x line has no event store).
+fn scoped_id(config: &SessionConfig, session: &SessionId, store_id: &str) -> String {
     #[cfg(not(rmcp_line_1))]
-    return super::store_id::scoped(session, store_id);
+    return config.event_id_key.scoped(session, store_id);
     #[cfg(rmcp_line_1)]
     {
-        let _ = session;
+        let _ = (config, session);
         store_id.to_owned()
     }
 }
@@ -590,7 +590,7 @@ impl LocalSessionWorker {
         };
         match self.event_store.store(&stream_id, event).await {
             Some(stored) => stored
-                .map(|id| Some(scoped_id(&self.id, &id)))
+                .map(|id| Some(scoped_id(&self.config, &self.id, &id)))
                 .map_err(crate::line::store_failed),
             None => Ok(None),
         }
