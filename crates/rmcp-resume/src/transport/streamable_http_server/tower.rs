@@ -194,7 +194,10 @@ impl<S: crate::ServerHandler + Send + 'static, M: SessionManager> StreamableHttp
     }
 
     /// `DELETE`: upstream's, except that an unknown (or already deleted)
-    /// session is `404`, as the spec says, and success is `200`.
+    /// session is `404`, as the spec says, and success is `200`. With a
+    /// session store, a session that is not live here but has a record
+    /// (restorable here, or run by another instance) is deleted, record
+    /// included; one with no record is unknown.
     async fn handle_delete<B>(&self, request: Request<B>) -> BoxResponse
     where
         B: Body + Send + 'static,
@@ -203,10 +206,17 @@ impl<S: crate::ServerHandler + Send + 'static, M: SessionManager> StreamableHttp
         let session = request::session_id(request.headers());
         let legacy = request::protocol_version(request.headers())
             .is_ok_and(|version| crate::line::has_initialize(&version));
-        if let (Some(session), true, None) = (&session, legacy, &self.config.session_store) {
+        if let (Some(session), true) = (&session, legacy) {
             match self.session_manager.has_session(session).await {
                 Ok(true) => {}
-                Ok(false) => return responses::not_found(),
+                Ok(false) => match &self.config.session_store {
+                    None => return responses::not_found(),
+                    Some(store) => match store.load(session.as_ref()).await {
+                        Ok(Some(_)) => {}
+                        Ok(None) => return responses::not_found(),
+                        Err(error) => return responses::internal_error("load session", &error),
+                    },
+                },
                 Err(error) => return responses::internal_error("check session", &error),
             }
         }
