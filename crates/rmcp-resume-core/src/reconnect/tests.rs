@@ -1263,3 +1263,5 @@ mod attack;
 mod attack2;
 /// The client review's findings (2026-12), one scripted case each.
 mod findings;
+/// A property test against a scripted server model (issue #24).
+mod model;
