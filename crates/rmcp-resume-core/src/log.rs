@@ -94,6 +94,9 @@ struct Reader {
     end_at: Option<u64>,
     /// When this reader last took an event (or attached).
     progressed_at: Instant,
+    /// The head when it attached: a shadow promoted later starts here, since
+    /// its client has received nothing of this stream since.
+    since: u64,
 }
 
 #[derive(Debug)]
@@ -133,6 +136,20 @@ impl<E> LogState<E> {
 
     fn primary(&mut self) -> Option<&mut Reader> {
         self.readers.iter_mut().find(|r| r.role == Role::Primary)
+    }
+
+    /// When `reader` began to owe progress: its last read, or the append of
+    /// the first event it has not read, whichever is later. A reader with
+    /// nothing to read owes nothing, however long it has been idle.
+    fn owing_since(&self, reader: &Reader) -> Instant {
+        let floor = self.floor();
+        let appended = reader
+            .position
+            .checked_sub(floor)
+            .and_then(|offset| usize::try_from(offset).ok())
+            .and_then(|offset| self.entries.get(offset))
+            .map(|e| e.at);
+        appended.map_or(reader.progressed_at, |at| at.max(reader.progressed_at))
     }
 
     /// The primary that still needs the oldest retained event, if any.
@@ -182,20 +199,24 @@ impl<E> LogState<E> {
         weight
     }
 
-    /// Removes reader `at`. A primary leaves its position for the next one:
-    /// the newest shadow is promoted there, so nothing it had not delivered
-    /// is skipped.
+    /// Removes reader `at`. A primary leaves its position for the next
+    /// fresh connection. The newest shadow is promoted from where the gone
+    /// primary stopped or where the shadow attached, whichever is earlier:
+    /// what the primary took since the shadow attached may still have sat in
+    /// its dead socket, so it is sent again (a client drops an exact
+    /// re-send). A promoted shadow below the floor is ended, so that its
+    /// client resumes and is told the floor. Nothing is skipped silently.
     fn remove(&mut self, at: usize, now: Instant) -> Reader {
         let gone = self.readers.remove(at);
         if gone.role == Role::Primary {
             self.resume_position = gone.position;
-            let position = gone.position.max(self.floor());
             if let Some(newest) = self
                 .readers
                 .iter_mut()
                 .rev()
                 .find(|r| r.role == Role::Shadow)
             {
+                let position = gone.position.min(newest.since);
                 newest.role = Role::Primary;
                 newest.position = position;
                 newest.progressed_at = now;
@@ -420,6 +441,26 @@ impl<E: Clone> StreamLog<E> {
         self.lock().bytes
     }
 
+    /// Bytes of the events its primary reader has not read yet (none
+    /// without a primary): what only that reader can free.
+    pub fn unread_bytes(&self) -> usize {
+        let state = self.lock();
+        let Some(position) = state
+            .readers
+            .iter()
+            .find(|r| r.role == Role::Primary)
+            .map(|r| r.position)
+        else {
+            return 0;
+        };
+        state
+            .entries
+            .iter()
+            .filter(|e| e.index >= position)
+            .map(|e| e.weight)
+            .sum()
+    }
+
     /// When the reader holding a full log back will have made no progress
     /// for `stall`; `None` when nothing holds it back.
     pub fn stall_deadline(&self, stall: Duration) -> Option<Instant> {
@@ -428,7 +469,7 @@ impl<E: Clone> StreamLog<E> {
             return None;
         }
         let reader = state.holding_the_floor()?;
-        Some(reader.progressed_at + stall)
+        Some(state.owing_since(reader) + stall)
     }
 
     /// Ends the reader holding a full log back if it has made no progress
@@ -441,7 +482,7 @@ impl<E: Clone> StreamLog<E> {
         }
         let Some(at) = state.holding_the_floor().and_then(|stalled| {
             let id = stalled.id;
-            (now.duration_since(stalled.progressed_at) >= stall)
+            (now.saturating_duration_since(state.owing_since(stalled)) >= stall)
                 .then(|| state.readers.iter().position(|r| r.id == id))
                 .flatten()
         }) else {
@@ -495,12 +536,14 @@ impl<E: Clone> StreamLog<E> {
                 }
             }
         }
+        let since = state.next_index;
         state.readers.push(Reader {
             id,
             role: Role::Primary,
             position,
             end_at: None,
             progressed_at: Instant::now(),
+            since,
         });
         state.enforce_shadow_limit();
     }
@@ -533,12 +576,14 @@ impl<E: Clone> StreamLog<E> {
     }
 
     fn push_shadow(state: &mut LogState<E>, id: ReaderId) {
+        let since = state.next_index;
         state.readers.push(Reader {
             id,
             role: Role::Shadow,
             position: 0,
             end_at: None,
             progressed_at: Instant::now(),
+            since,
         });
         state.enforce_shadow_limit();
     }
@@ -556,12 +601,19 @@ impl<E: Clone> StreamLog<E> {
         self.bell.ring();
     }
 
-    /// Ends every reader at once (the session is over).
+    /// Ends every reader at once and releases every retained event (the
+    /// stream expired, or the session is over). A reader whose peer stopped
+    /// reading may keep this log alive for as long as its connection lasts;
+    /// the events' bytes go back to the budgets now, not then.
     pub fn close(&self) {
         let mut state = self.lock();
         state.finished = true;
         state.readers.clear();
+        let freed = std::mem::replace(&mut state.bytes, 0);
+        state.entries.clear();
+        state.entries.shrink_to_fit();
         drop(state);
+        self.budget.sub(freed);
         self.bell.ring();
     }
 

@@ -403,3 +403,92 @@ fn an_event_wakes_only_the_readers_of_its_own_stream() {
         Poll::Ready(Some(_))
     ));
 }
+
+#[tokio::test(start_paused = true)]
+async fn an_idle_reader_owes_progress_only_from_the_event_it_has_not_read() {
+    // Review finding: the stall clock ran from the reader's last event, so
+    // a reader idle for a minute was ended the instant one event reached
+    // it. It runs from that event's append instead.
+    let stall = Duration::from_secs(10);
+    let log = filled(1, 0);
+    log.attach_primary(1, 1);
+    tokio::time::advance(Duration::from_secs(60)).await;
+    assert!(log.try_append((), None, 0).is_ok());
+    assert!(
+        log.try_append((), None, 0).is_err(),
+        "full: the producer waits"
+    );
+    assert_eq!(log.stall_deadline(stall), Some(Instant::now() + stall));
+    assert!(
+        !log.end_stalled(Instant::now(), stall),
+        "idle is not stalled"
+    );
+    tokio::time::advance(stall).await;
+    assert!(log.end_stalled(Instant::now(), stall), "now it is");
+}
+
+#[test]
+fn a_promoted_shadow_is_sent_again_what_the_dead_primary_took_since_it_attached() {
+    // Review finding: a promoted shadow went on from what the dead primary
+    // had taken; whatever sat in its socket was never sent. Now it starts
+    // where it attached, and its client drops the exact re-sends.
+    let log = filled(8, 1);
+    log.attach_primary(1, 1);
+    log.attach_shadow(2);
+    for _ in 0..3 {
+        log.append((), None, 0);
+    }
+    let mut taken = Vec::new();
+    while let Step::Send(index, _) = log.step(1) {
+        log.delivered(1, index);
+        taken.push(index);
+    }
+    assert_eq!(taken, [1, 2, 3, 4]);
+    log.detach(1);
+    assert!(
+        matches!(log.step(2), Step::Send(2, _)),
+        "from the shadow's attach"
+    );
+}
+
+#[test]
+fn a_promoted_shadow_below_the_floor_is_ended_not_skipped_ahead() {
+    let log = filled(2, 1);
+    log.attach_primary(1, 1);
+    log.attach_shadow(2);
+    for _ in 0..3 {
+        log.append((), None, 0);
+        while let Step::Send(index, _) = log.step(1) {
+            log.delivered(1, index);
+        }
+    }
+    log.append((), None, 0);
+    assert!(log.view().floor > 2, "the shadow's start was evicted");
+    log.detach(1);
+    assert!(matches!(log.step(2), Step::Done), "its client must resume");
+}
+
+#[test]
+fn closing_a_log_returns_its_bytes_though_a_reader_still_holds_it() {
+    // Review finding: an expired stream's reader kept its events' bytes
+    // for as long as its connection lived (forever, for a zero window).
+    let budget = Budget::new(1_000, None);
+    let log = StreamLog::with_limits(
+        StreamId::Request(1),
+        0,
+        Window::events(8),
+        0,
+        Room::default(),
+        budget.clone(),
+    );
+    log.attach_primary(1, 0);
+    let reader = LogReader::new(log.clone(), 1);
+    log.append((), None, 300);
+    assert_eq!(budget.session().used(), 300);
+    log.close();
+    assert_eq!(budget.session().used(), 0);
+    assert!(matches!(log.step(1), Step::Done));
+    drop(reader);
+    drop(log);
+    assert_eq!(budget.session().used(), 0, "not returned twice");
+}
