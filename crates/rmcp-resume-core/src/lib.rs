@@ -7,6 +7,7 @@
 //! |---|---|---|
 //! | [`resumption`] | both | event ids and cursors, the client's verdict on a reconnect, the server's [`plan`](resumption::plan()) for a resume, the replay notice, idle timeouts |
 //! | [`log`] | server | each stream's bounded replay log and the readers that drain it |
+//! | [`session`] | server | one session's streams: admission, backpressure, eviction across streams, expiry, stalls |
 //! | [`wire`] | server | the SSE response body: batching, keep-alive comments, the notice frame |
 //! | [`shared`] | server | a log shared by several instances: the interface a backend implements, and the gate that makes a reader wait for the commit |
 //! | [`reconnect`] | client | the reconnect state machine, generic over a [`Connector`](reconnect::Connector) |
@@ -19,5 +20,6 @@
 pub mod log;
 pub mod reconnect;
 pub mod resumption;
+pub mod session;
 pub mod shared;
 pub mod wire;

@@ -7,8 +7,9 @@ use futures::Stream;
 use rmcp_resume_core::log::Meter;
 use rmcp_resume_core::shared::{SharedLog, SharedLogError};
 
+use super::incarnation::Incarnation;
 use super::mirror::Mirror;
-use super::worker::{Incarnation, new_session};
+use super::worker::new_session;
 use super::{
     EventId, EventIdParseError, LocalSessionHandle, ResumedStream, Resumption, SessionConfig,
     SessionError, SessionTransport,

@@ -1,0 +1,582 @@
+//! One session's streams: admission, backpressure, eviction across streams,
+//! expiry and stalls, over the [`log`](crate::log)s, with no rmcp in sight.
+//!
+//! A [`Session`] is driven by one owner (rmcp's session worker, say) through
+//! a synchronous API, and time comes in as `now`. The owner routes messages
+//! to streams and carries each one's [`Pending::ticket`] (whatever it must
+//! do once the message is in its log: tell the handler, write the shared
+//! log); the session says when that is.
+//!
+//! # Admission
+//!
+//! A message for stream `S` is admitted when its window and the budgets
+//! take it. Otherwise, checked in this order:
+//!
+//! | Situation | Outcome |
+//! |---|---|
+//! | `S` is gone (expired, closed, never opened) | [`Admission::Gone`] |
+//! | messages of `S` already wait | it waits behind them (order is kept) |
+//! | `S`'s window is at its cap and `S`'s reader has not read the oldest | it waits for that reader |
+//! | bytes are short: evicting the session's oldest evictable events frees them | admitted |
+//! | bytes are short, and `S`'s own reader holds unread bytes of `S` | it waits for that reader |
+//! | bytes are short, held only by other streams' readers (or other sessions') | admitted over the line: one message, which `S`'s reader then owes |
+//!
+//! So a handler waits only for a reader of its own stream, and each wait
+//! ends within [`Limits::reader_stall_timeout`] (a reader that owes
+//! progress that long is ended; its resume is told the floor). The price of
+//! the last row is bounded: a session's log bytes never exceed its budget
+//! plus one message per stream whose reader has read everything else (and
+//! the same for the process's budget, summed over sessions).
+//!
+//! # Waiting messages
+//!
+//! At most [`Limits::max_waiting`] messages wait in a session; past it
+//! [`Session::can_take`] is `false` and the owner stops taking messages from
+//! its handler until readers make room.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use crate::log::{Budget, Full, LogReader, ReaderId, Room, StreamLog, Window};
+use crate::resumption::{ResumeAnswer, RmcpEventId, StreamId, StreamLookup, plan};
+
+#[cfg(test)]
+mod model;
+#[cfg(test)]
+mod tests;
+
+/// A session's limits beyond its window and budgets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Limits {
+    /// A reader that owes progress this long is ended.
+    pub reader_stall_timeout: Duration,
+    /// An answered request stream stays resumable this long.
+    pub completed_ttl: Duration,
+    /// At most this many answered streams are kept; the oldest go first.
+    pub max_completed_streams: usize,
+    /// Shadow readers kept on the standalone stream (#659).
+    pub max_shadows: usize,
+    /// Messages that may wait for readers at once.
+    pub max_waiting: usize,
+}
+
+impl Limits {
+    /// The limits, with [`max_waiting`](Self::max_waiting) at
+    /// [`DEFAULT_MAX_WAITING`](Self::DEFAULT_MAX_WAITING).
+    pub fn new(
+        reader_stall_timeout: Duration,
+        completed_ttl: Duration,
+        max_completed_streams: usize,
+        max_shadows: usize,
+    ) -> Self {
+        Self {
+            reader_stall_timeout,
+            completed_ttl,
+            max_completed_streams,
+            max_shadows,
+            max_waiting: Self::DEFAULT_MAX_WAITING,
+        }
+    }
+
+    /// Default [`max_waiting`](Self::max_waiting).
+    pub const DEFAULT_MAX_WAITING: usize = 1024;
+}
+
+/// A message on its way into a stream's log.
+#[derive(Debug)]
+pub struct Pending<E, T> {
+    /// The event.
+    pub event: E,
+    /// The id an event store assigned it, if any.
+    pub id: Option<String>,
+    /// Its bytes, for the budgets.
+    pub weight: usize,
+    /// It answers its request: the stream completes once it is in.
+    pub completes: bool,
+    /// What the owner does once the message is in its log (or its stream
+    /// is gone).
+    pub ticket: T,
+}
+
+/// What became of a message.
+#[derive(Debug)]
+pub enum Admission<T> {
+    /// In its log under `index`.
+    Admitted {
+        /// Its stream.
+        stream: StreamId,
+        /// Its index there.
+        index: u64,
+        /// The message completed its request stream just now.
+        completed: bool,
+        /// Its ticket.
+        ticket: T,
+    },
+    /// Its stream is gone; nothing was logged.
+    Gone {
+        /// The stream.
+        stream: StreamId,
+        /// Its ticket.
+        ticket: T,
+    },
+}
+
+/// A resume's decision, and the reader attached when it is a stream.
+pub struct Resumed<E: Clone> {
+    /// What [`plan`] decided.
+    pub answer: ResumeAnswer,
+    /// The resuming connection's reader, when the answer is a stream.
+    pub reader: Option<LogReader<E>>,
+}
+
+impl<E: Clone> std::fmt::Debug for Resumed<E> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Resumed")
+            .field("answer", &self.answer)
+            .field("reader", &self.reader.is_some())
+            .finish()
+    }
+}
+
+/// The stream was already opened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("request stream {0} is already open")]
+pub struct AlreadyOpen(pub u64);
+
+struct RequestStream<E, T, X> {
+    log: Arc<StreamLog<E>>,
+    waiting: VecDeque<Pending<E, T>>,
+    completed_at: Option<Instant>,
+    extra: X,
+}
+
+/// One session's streams. `E` is the event, `T` a message's ticket, `X`
+/// what the owner keeps per request stream.
+pub struct Session<E: Clone, T, X = ()> {
+    standalone: Arc<StreamLog<E>>,
+    standalone_waiting: VecDeque<Pending<E, T>>,
+    requests: HashMap<u64, RequestStream<E, T, X>>,
+    /// The streams with waiting messages, so nothing scans every stream.
+    waiting: HashSet<StreamId>,
+    waiting_count: usize,
+    /// Answered streams in the order they completed: expiry is amortised
+    /// O(1).
+    completed: VecDeque<(Instant, u64)>,
+    next_reader: ReaderId,
+    room: Room,
+    window: Window,
+    budget: Budget,
+    limits: Limits,
+}
+
+impl<E: Clone, T, X> std::fmt::Debug for Session<E, T, X> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session")
+            .field("requests", &self.requests.len())
+            .field("waiting", &self.waiting_count)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<E: Clone, T, X> Drop for Session<E, T, X> {
+    // However the owner stops, every connection ends and every byte returns.
+    fn drop(&mut self) {
+        self.standalone.close();
+        for stream in self.requests.values() {
+            stream.log.close();
+        }
+    }
+}
+
+impl<E: Clone, T, X> Session<E, T, X> {
+    /// A session whose standalone stream's first event gets index
+    /// `standalone_first`.
+    pub fn new(standalone_first: u64, window: Window, budget: Budget, limits: Limits) -> Self {
+        let room = Room::default();
+        let standalone = StreamLog::with_limits(
+            StreamId::Standalone,
+            standalone_first,
+            window,
+            limits.max_shadows,
+            room.clone(),
+            budget.clone(),
+        );
+        Self {
+            standalone,
+            standalone_waiting: VecDeque::new(),
+            requests: HashMap::new(),
+            waiting: HashSet::new(),
+            waiting_count: 0,
+            completed: VecDeque::new(),
+            next_reader: 0,
+            room,
+            window,
+            budget,
+            limits,
+        }
+    }
+
+    /// Wakes when a reader has made room for waiting messages.
+    pub fn room(&self) -> &Room {
+        &self.room
+    }
+
+    /// The session's budgets.
+    pub fn budget(&self) -> &Budget {
+        &self.budget
+    }
+
+    /// The standalone stream's log.
+    pub fn standalone(&self) -> &Arc<StreamLog<E>> {
+        &self.standalone
+    }
+
+    /// A stream's log, if the stream is retained.
+    pub fn log(&self, stream: StreamId) -> Option<&Arc<StreamLog<E>>> {
+        match stream {
+            StreamId::Standalone => Some(&self.standalone),
+            StreamId::Request(m) => self.requests.get(&m).map(|r| &r.log),
+        }
+    }
+
+    /// What the owner keeps for request stream `m`.
+    pub fn extra_mut(&mut self, m: u64) -> Option<&mut X> {
+        self.requests.get_mut(&m).map(|r| &mut r.extra)
+    }
+
+    /// Request streams retained (open or answered and not yet expired).
+    pub fn request_count(&self) -> usize {
+        self.requests.len()
+    }
+
+    /// Opens request stream `m`.
+    pub fn open_request(&mut self, m: u64, extra: X) -> Result<Arc<StreamLog<E>>, AlreadyOpen> {
+        if self.requests.contains_key(&m) {
+            return Err(AlreadyOpen(m));
+        }
+        let log = StreamLog::with_limits(
+            StreamId::Request(m),
+            0,
+            self.window,
+            0,
+            self.room.clone(),
+            self.budget.clone(),
+        );
+        self.requests.insert(
+            m,
+            RequestStream {
+                log: log.clone(),
+                waiting: VecDeque::new(),
+                completed_at: None,
+                extra,
+            },
+        );
+        Ok(log)
+    }
+
+    /// Forgets request stream `m` at once; its waiting messages are gone.
+    pub fn close_request(&mut self, m: u64) -> Option<(X, Vec<Admission<T>>)> {
+        let stream = self.requests.remove(&m)?;
+        self.waiting.remove(&StreamId::Request(m));
+        self.waiting_count -= stream.waiting.len();
+        stream.log.close();
+        let gone = gone(StreamId::Request(m), stream.waiting);
+        Some((stream.extra, gone))
+    }
+
+    fn reader_id(&mut self) -> ReaderId {
+        self.next_reader = self.next_reader.wrapping_add(1);
+        self.next_reader
+    }
+
+    /// Attaches a reader to `stream` from `position` as its primary.
+    pub fn connect(&mut self, stream: StreamId, position: u64) -> Option<LogReader<E>> {
+        let id = self.reader_id();
+        let log = self.log(stream)?.clone();
+        log.attach_primary(id, position);
+        Some(LogReader::new(log, id))
+    }
+
+    /// A fresh standalone connection: the primary, from where the last one
+    /// stopped, if none is attached (its first index returned), else a
+    /// keep-alive-only shadow (`None`).
+    pub fn attach_standalone(&mut self) -> (LogReader<E>, Option<u64>) {
+        let id = self.reader_id();
+        let start = self.standalone.attach(id);
+        (LogReader::new(self.standalone.clone(), id), start)
+    }
+
+    /// Decides a resume from `cursor` and, when the answer is a stream,
+    /// attaches the resuming connection as the stream's primary. Call
+    /// [`expire`](Self::expire) first: an expiry may be due in the same turn.
+    pub fn resume(&mut self, cursor: RmcpEventId) -> Resumed<E> {
+        let stream = cursor.stream_id();
+        let lookup = self.log(stream).map_or(StreamLookup::UnknownStream, |log| {
+            StreamLookup::Found(log.view())
+        });
+        let answer = plan(lookup, cursor);
+        let reader = answer
+            .start()
+            .and_then(|position| self.connect(stream, position));
+        Resumed { answer, reader }
+    }
+
+    /// Whether the owner may take another message from its handler.
+    pub fn can_take(&self) -> bool {
+        self.waiting_count < self.limits.max_waiting.max(1)
+    }
+
+    /// Whether messages wait for readers.
+    pub fn has_waiting(&self) -> bool {
+        self.waiting_count > 0
+    }
+
+    /// Appends one of the server's own control frames, which never waits.
+    pub fn append_control(
+        &mut self,
+        stream: StreamId,
+        event: E,
+        id: Option<String>,
+        weight: usize,
+    ) -> Option<u64> {
+        Some(self.log(stream)?.append(event, id, weight))
+    }
+
+    /// Routes a message into `stream`'s log; `None` when it waits (its
+    /// admission comes out of a later [`flush`](Self::flush)).
+    pub fn deliver(&mut self, stream: StreamId, pending: Pending<E, T>) -> Option<Admission<T>> {
+        let Some(queue) = self.queue(stream) else {
+            return Some(Admission::Gone {
+                stream,
+                ticket: pending.ticket,
+            });
+        };
+        let pending = if queue.is_empty() {
+            match self.try_admit(stream, pending) {
+                Ok(admission) => return Some(admission),
+                Err(pending) => pending,
+            }
+        } else {
+            pending
+        };
+        if let Some(queue) = self.queue(stream) {
+            queue.push_back(pending);
+            self.waiting.insert(stream);
+            self.waiting_count += 1;
+        }
+        None
+    }
+
+    /// Admits waiting messages, oldest first per stream, while they fit.
+    pub fn flush(&mut self) -> Vec<Admission<T>> {
+        let mut admitted = Vec::new();
+        let streams: Vec<StreamId> = self.waiting.iter().copied().collect();
+        for stream in streams {
+            self.flush_stream(stream, &mut admitted);
+        }
+        if self.waiting.is_empty() {
+            self.budget.set_starved(false);
+        }
+        admitted
+    }
+
+    fn flush_stream(&mut self, stream: StreamId, admitted: &mut Vec<Admission<T>>) {
+        loop {
+            let Some(pending) = self.queue(stream).and_then(VecDeque::pop_front) else {
+                self.waiting.remove(&stream);
+                return;
+            };
+            self.waiting_count -= 1;
+            match self.try_admit(stream, pending) {
+                Ok(admission) => admitted.push(admission),
+                Err(pending) => {
+                    if let Some(queue) = self.queue(stream) {
+                        queue.push_front(pending);
+                        self.waiting_count += 1;
+                    }
+                    return;
+                }
+            }
+        }
+    }
+
+    fn queue(&mut self, stream: StreamId) -> Option<&mut VecDeque<Pending<E, T>>> {
+        match stream {
+            StreamId::Standalone => Some(&mut self.standalone_waiting),
+            StreamId::Request(m) => self.requests.get_mut(&m).map(|r| &mut r.waiting),
+        }
+    }
+
+    /// Puts a message into its log if the window and budgets let it in
+    /// (evicting the session's oldest evictable events for bytes); hands it
+    /// back when it must wait for its own stream's reader.
+    fn try_admit(
+        &mut self,
+        stream: StreamId,
+        pending: Pending<E, T>,
+    ) -> Result<Admission<T>, Pending<E, T>> {
+        let Some(log) = self.log(stream).cloned() else {
+            return Ok(Admission::Gone {
+                stream,
+                ticket: pending.ticket,
+            });
+        };
+        if !self.make_room(&log, pending.weight) {
+            self.budget.set_starved(true);
+            return Err(pending);
+        }
+        let Pending {
+            event,
+            id,
+            weight,
+            completes,
+            ticket,
+        } = pending;
+        match log.try_append(event, id, weight) {
+            Ok(index) => {
+                let completed = match (completes, stream) {
+                    (true, StreamId::Request(m)) => self.complete(m, Instant::now()),
+                    _ => false,
+                };
+                Ok(Admission::Admitted {
+                    stream,
+                    index,
+                    completed,
+                    ticket,
+                })
+            }
+            Err(Full { event, id }) => Err(Pending {
+                event,
+                id,
+                weight,
+                completes,
+                ticket,
+            }),
+        }
+    }
+
+    /// Evicts the session's oldest evictable events until `weight` more
+    /// bytes fit the budgets. `false` when they cannot and `log`'s own
+    /// reader holds unread bytes of it: the message waits for that reader.
+    /// Bytes held only elsewhere let the message in over the line (see the
+    /// module's table).
+    fn make_room(&mut self, log: &StreamLog<E>, weight: usize) -> bool {
+        while self.budget.would_exceed(weight) {
+            if !self.evict_oldest() {
+                return log.unread_bytes() == 0;
+            }
+        }
+        true
+    }
+
+    /// Evicts the session's oldest evictable event: of the standalone
+    /// stream, the open request streams, and the earliest answered stream
+    /// that holds any. Returns whether one was evicted.
+    fn evict_oldest(&mut self) -> bool {
+        let answered = self
+            .completed
+            .iter()
+            .filter_map(|(_, m)| self.requests.get(m))
+            .find(|r| r.log.oldest_evictable().is_some())
+            .map(|r| &r.log);
+        let open = self
+            .requests
+            .values()
+            .filter(|r| r.completed_at.is_none())
+            .map(|r| &r.log);
+        std::iter::once(&self.standalone)
+            .chain(open)
+            .chain(answered)
+            .filter_map(|log| log.oldest_evictable().map(|at| (at, log)))
+            .min_by_key(|(at, _)| *at)
+            .is_some_and(|(_, log)| log.evict_oldest().is_some())
+    }
+
+    /// Marks request stream `m` answered (or cancelled): its readers end
+    /// once drained, and it stays resumable for the completed TTL. Returns
+    /// whether this completed it (`false`: unknown, or already).
+    pub fn complete(&mut self, m: u64, now: Instant) -> bool {
+        let Some(stream) = self.requests.get_mut(&m) else {
+            return false;
+        };
+        stream.log.finish();
+        if stream.completed_at.is_some() {
+            return false;
+        }
+        stream.completed_at = Some(now);
+        self.completed.push_back((now, m));
+        true
+    }
+
+    /// When the earliest answered stream expires.
+    pub fn next_expiry(&self) -> Option<Instant> {
+        let (at, _) = self.completed.front()?;
+        Some(*at + self.limits.completed_ttl)
+    }
+
+    /// Forgets answered streams past their TTL or over the count cap,
+    /// ending their readers and returning their bytes at once.
+    pub fn expire(&mut self, now: Instant) -> Vec<Admission<T>> {
+        let mut gone_messages = Vec::new();
+        while let Some(&(at, m)) = self.completed.front() {
+            let over_cap = self.completed.len() > self.limits.max_completed_streams;
+            if !over_cap && now.saturating_duration_since(at) < self.limits.completed_ttl {
+                break;
+            }
+            self.completed.pop_front();
+            if let Some((_, gone)) = self.close_request(m) {
+                gone_messages.extend(gone);
+            }
+        }
+        gone_messages
+    }
+
+    /// The logs whose readers hold a waiting message back: a message waits
+    /// only for a reader of its own stream.
+    fn holding_logs(&self) -> Vec<&Arc<StreamLog<E>>> {
+        self.waiting
+            .iter()
+            .filter_map(|stream| self.log(*stream))
+            .collect()
+    }
+
+    /// When the earliest reader holding a waiting message back will count
+    /// as stalled.
+    pub fn stall_deadline(&self) -> Option<Instant> {
+        if self.waiting.is_empty() {
+            return None;
+        }
+        let stall = self.limits.reader_stall_timeout;
+        self.holding_logs()
+            .into_iter()
+            .filter_map(|log| log.stall_deadline(stall))
+            .min()
+    }
+
+    /// Ends readers that owed progress for the stall timeout by `now`, then
+    /// admits what waited for them.
+    pub fn end_stalled(&mut self, now: Instant) -> Vec<Admission<T>> {
+        let stall = self.limits.reader_stall_timeout;
+        for log in self.holding_logs() {
+            if log.end_stalled(now, stall) {
+                tracing::debug!(stream = ?log.stream(), ?stall, "ended a stalled reader");
+            }
+        }
+        self.flush()
+    }
+}
+
+/// Every waiting message of a stream that is gone.
+fn gone<E, T>(stream: StreamId, waiting: VecDeque<Pending<E, T>>) -> Vec<Admission<T>> {
+    waiting
+        .into_iter()
+        .map(|pending| Admission::Gone {
+            stream,
+            ticket: pending.ticket,
+        })
+        .collect()
+}

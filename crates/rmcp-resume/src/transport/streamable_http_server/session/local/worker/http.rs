@@ -1,0 +1,142 @@
+//! The HTTP side's requests: a message from the client, a new connection,
+//! a resume, a close.
+
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use super::super::compat::{SessionEvent, StreamableHttpMessageReceiver, forward};
+use super::super::handle::refusal;
+use super::super::{HttpRequestId, LocalSessionWorkerError, SessionError};
+use super::LocalSessionWorker;
+use crate::model::ClientJsonRpcMessage;
+use crate::transport::resumption::{ResumeAnswer, StreamId};
+use crate::transport::worker::{WorkerContext, WorkerQuitReason};
+use rmcp_resume_core::shared::MirrorOp;
+
+impl LocalSessionWorker {
+    fn register(&mut self, message: &ClientJsonRpcMessage, m: HttpRequestId) {
+        if let Some(extra) = self.session.extra_mut(m) {
+            extra.routes.extend(self.routes.register(message, m));
+        }
+        if let (Some(mirror), crate::model::JsonRpcMessage::Request(request)) =
+            (&self.mirror, message)
+            && let Ok(request_id) = serde_json::to_string(&request.id)
+        {
+            mirror.write(MirrorOp::Open {
+                stream: m,
+                request_id,
+            });
+        }
+    }
+
+    async fn close_connection(
+        &mut self,
+        http_request_id: Option<HttpRequestId>,
+        retry: Option<Duration>,
+    ) -> Result<(), SessionError> {
+        let stream = http_request_id.map_or(StreamId::Standalone, StreamId::Request);
+        let log = self
+            .session
+            .log(stream)
+            .cloned()
+            .ok_or(SessionError::ChannelClosed(http_request_id))?;
+        if let Some(retry) = retry {
+            self.append(stream, crate::line::retry_hint(retry)).await?;
+        }
+        log.end_readers();
+        Ok(())
+    }
+
+    pub(super) async fn on_http(
+        &mut self,
+        event: SessionEvent,
+        context: &mut WorkerContext<Self>,
+    ) -> Result<bool, WorkerQuitReason<LocalSessionWorkerError>> {
+        match event {
+            SessionEvent::ClientMessage {
+                message,
+                http_request_id,
+            } => {
+                if let Some(m) = http_request_id {
+                    self.register(&message, m);
+                }
+                if let Some(m) = self.routes.cancelled(&message)
+                    && self.session.complete(m, Instant::now())
+                {
+                    self.completed(m);
+                }
+                context.send_to_handler(message).await?;
+            }
+            SessionEvent::EstablishRequestWiseChannel { responder } => {
+                let opened = self.open_request_stream().await;
+                let _ = responder.send(opened.map(StreamableHttpMessageReceiver::from));
+            }
+            SessionEvent::EstablishCommonChannel { responder } => {
+                let _ = responder.send(Ok(self.open_standalone().into()));
+            }
+            SessionEvent::OpenRequestStream { responder } => {
+                let _ = responder.send(self.open_request_stream().await);
+            }
+            SessionEvent::OpenStandaloneStream { responder } => {
+                let _ = responder.send(Ok(self.open_standalone()));
+            }
+            SessionEvent::CloseRequestWiseChannel { id, responder } => {
+                if let Some((extra, gone)) = self.session.close_request(id) {
+                    self.routes.remove(extra.routes);
+                    self.settle_all(gone);
+                }
+                let _ = responder.send(Ok(()));
+            }
+            SessionEvent::Resume {
+                last_event_id,
+                responder,
+            } => {
+                let resumption = self.plan_resume(&last_event_id);
+                let result = match (resumption.answer, resumption.stream) {
+                    // Upstream's API has no notice: only a complete replay
+                    // is a stream.
+                    (ResumeAnswer::Replay { .. }, Some(stream)) => {
+                        Ok(StreamableHttpMessageReceiver {
+                            http_request_id: resumption.cursor.stream,
+                            inner: forward(stream),
+                        })
+                    }
+                    (answer, _) => Err(refusal(answer, last_event_id)),
+                };
+                let _ = responder.send(result);
+            }
+            SessionEvent::PlanResume {
+                last_event_id,
+                responder,
+            } => {
+                let _ = responder.send(Ok(self.plan_resume(&last_event_id)));
+            }
+            SessionEvent::CloseSseStream {
+                http_request_id,
+                retry_interval,
+                responder,
+            } => {
+                let _ =
+                    responder.send(self.close_connection(http_request_id, retry_interval).await);
+            }
+            SessionEvent::CloseRequestConnection {
+                request_id,
+                retry_interval,
+                responder,
+            } => {
+                let closed = match self.routes.request(request_id) {
+                    Some(m) => self.close_connection(Some(m), retry_interval).await,
+                    None => Err(SessionError::ChannelClosed(None)),
+                };
+                let _ = responder.send(closed);
+            }
+            SessionEvent::Close => return Ok(false),
+            SessionEvent::InitializeRequest { responder, .. } => {
+                // Only the first message may initialize.
+                let _ = responder.send(Err(SessionError::InvalidEventId));
+            }
+        }
+        Ok(true)
+    }
+}

@@ -1,0 +1,120 @@
+//! The session worker's loop: one `select!` over the HTTP side, the
+//! handler, readers making room, stalls, expiry and the shared log.
+
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use super::super::compat::SessionEvent;
+use super::super::mirror::Mirror;
+use super::super::{LocalSessionWorkerError, SessionError};
+use super::LocalSessionWorker;
+use crate::transport::worker::{Worker, WorkerConfig, WorkerContext, WorkerQuitReason};
+
+impl Worker for LocalSessionWorker {
+    type Error = LocalSessionWorkerError;
+    type Role = crate::RoleServer;
+
+    fn err_closed() -> Self::Error {
+        LocalSessionWorkerError::TransportClosed
+    }
+
+    fn err_join(e: tokio::task::JoinError) -> Self::Error {
+        LocalSessionWorkerError::TokioJoinError(e)
+    }
+
+    fn config(&self) -> WorkerConfig {
+        let mut config = WorkerConfig::default();
+        config.name = Some(format!("streamable-http-session-{}", self.id));
+        config.channel_buffer_capacity = self.config.channel_capacity.max(1);
+        config
+    }
+
+    async fn run(
+        mut self,
+        mut context: WorkerContext<Self>,
+    ) -> Result<(), WorkerQuitReason<Self::Error>> {
+        let init_timeout = self.config.init_timeout.unwrap_or(Duration::MAX);
+        let first = tokio::select! {
+            event = self.event_rx.recv() => event.ok_or_else(|| WorkerQuitReason::fatal(
+                LocalSessionWorkerError::TransportTerminated,
+                "waiting for initialize",
+            ))?,
+            _ = context.cancellation_token.cancelled() => return Err(WorkerQuitReason::Cancelled),
+            _ = tokio::time::sleep(init_timeout) => return Err(WorkerQuitReason::fatal(
+                LocalSessionWorkerError::InitTimeout(init_timeout),
+                "waiting for initialize",
+            )),
+        };
+        let SessionEvent::InitializeRequest { request, responder } = first else {
+            return Err(WorkerQuitReason::fatal(
+                LocalSessionWorkerError::UnexpectedEvent(first),
+                "waiting for initialize",
+            ));
+        };
+        context.send_to_handler(request).await?;
+        let answer = context.recv_from_handler().await?;
+        responder.send(Ok(answer.message)).map_err(|_| {
+            WorkerQuitReason::fatal(
+                LocalSessionWorkerError::FailToSendInitializeRequest(
+                    SessionError::SessionServiceTerminated,
+                ),
+                "answering initialize",
+            )
+        })?;
+        answer
+            .responder
+            .send(Ok(()))
+            .map_err(|_| WorkerQuitReason::HandlerTerminated)?;
+
+        let idle = self.config.keep_alive.unwrap_or(Duration::MAX);
+        let ct = context.cancellation_token.clone();
+        let lost = self.mirror.as_ref().map(Mirror::lost);
+        let room = self.session.room().clone();
+        loop {
+            self.expire();
+            let waiting = self.session.has_waiting();
+            // Past the cap on waiting messages, the handler waits in rmcp's
+            // channel until readers make room.
+            let take = self.session.can_take();
+            let stall_at = self.session.stall_deadline();
+            let expiry = self.session.next_expiry();
+            tokio::select! {
+                event = self.event_rx.recv() => {
+                    let Some(event) = event else {
+                        return Err(WorkerQuitReason::fatal(
+                            LocalSessionWorkerError::TransportTerminated,
+                            "waiting for the next session event",
+                        ));
+                    };
+                    if !self.on_http(event, &mut context).await? {
+                        return Err(WorkerQuitReason::TransportClosed);
+                    }
+                }
+                sent = context.recv_from_handler(), if take => {
+                    let sent = sent?;
+                    self.deliver(sent.message, sent.responder).await;
+                }
+                _ = room.made(), if waiting => {
+                    let admitted = self.session.flush();
+                    self.settle_all(admitted);
+                }
+                _ = tokio::time::sleep_until(stall_at.unwrap_or_else(Instant::now)), if stall_at.is_some() => {
+                    let admitted = self.session.end_stalled(Instant::now());
+                    self.settle_all(admitted);
+                }
+                // Answered streams expire on time, even in a quiet session.
+                _ = tokio::time::sleep_until(expiry.unwrap_or_else(Instant::now)), if expiry.is_some() => {}
+                _ = ct.cancelled() => return Err(WorkerQuitReason::Cancelled),
+                _ = async { match &lost {
+                    Some(lost) => lost.cancelled().await,
+                    None => std::future::pending().await,
+                } } => return Err(WorkerQuitReason::fatal(
+                    LocalSessionWorkerError::OwnershipLost,
+                    "writing the shared log",
+                )),
+                _ = tokio::time::sleep(idle) => return Err(WorkerQuitReason::IdleTimeout(idle)),
+            }
+        }
+    }
+}
