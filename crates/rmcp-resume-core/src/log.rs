@@ -517,6 +517,10 @@ impl<E: Clone> StreamLog<E> {
     pub fn attach_primary(&self, id: ReaderId, position: u64) {
         let mut state = self.lock();
         Self::push_primary(&mut state, self.stream, id, position);
+        // The reader it replaced may have been what held a message back.
+        if state.blocked || self.budget.is_starved() {
+            self.room.notify();
+        }
         drop(state);
         // A reader it ended or demoted must look again.
         self.bell.ring();
@@ -531,8 +535,11 @@ impl<E: Clone> StreamLog<E> {
                 state
                     .readers
                     .retain(|r| r.role != Role::Primary || r.end_at.is_none());
+                // Its client may not have received what it took: promoted
+                // again, it goes on from there (see `remove`).
                 if let Some(old) = state.primary() {
                     old.role = Role::Shadow;
+                    old.since = old.position;
                 }
             }
         }
