@@ -22,8 +22,12 @@
 //! | bytes are short, held only by other streams' readers (or other sessions') | admitted over the line: one message, which `S`'s reader then owes |
 //!
 //! So a handler waits only for a reader of its own stream, and each wait
-//! ends within [`Limits::reader_stall_timeout`] (a reader that owes
-//! progress that long is ended; its resume is told the floor). The price of
+//! ends within [`Limits::reader_stall_timeout`] of the last progress on that
+//! stream (a read, a new connection): a reader that owes progress that long
+//! is ended, and its resume is told the floor. A shadow promoted over an
+//! ended primary is a connection that has not had its chance yet, so its
+//! clock starts then: on the standalone stream the worst case is
+//! `(1 + max_shadows) ×` the stall timeout. The price of
 //! the last row is bounded: a session's log bytes never exceed its budget
 //! plus one message per stream whose reader has read everything else (and
 //! the same for the process's budget, summed over sessions).

@@ -1,0 +1,190 @@
+//! Unit tests of the session: the rows of the admission table, and the
+//! regressions the model found.
+
+use std::time::Duration;
+
+use futures::{FutureExt, StreamExt};
+use tokio::time::Instant;
+
+use super::*;
+use crate::log::Meter;
+
+const STALL: Duration = Duration::from_secs(10);
+
+type Plain = Session<u64, u64>;
+
+fn session(window: Window, budget: Budget) -> Plain {
+    Session::new(
+        1,
+        window,
+        budget,
+        Limits::new(STALL, Duration::from_secs(60), 8, 2),
+    )
+}
+
+fn message(serial: u64, weight: usize) -> Pending<u64, u64> {
+    Pending {
+        event: serial,
+        id: None,
+        weight,
+        completes: false,
+        ticket: serial,
+    }
+}
+
+fn admitted(admission: Option<Admission<u64>>) -> Option<u64> {
+    match admission? {
+        Admission::Admitted { ticket, .. } => Some(ticket),
+        Admission::Gone { .. } => None,
+    }
+}
+
+fn read(reader: &mut LogReader<u64>) -> Option<u64> {
+    reader.next().now_or_never().flatten().map(|l| l.index)
+}
+
+#[test]
+fn a_message_waits_only_for_its_own_streams_reader() {
+    let mut s = session(Window::events(64), Budget::new(100, None));
+    s.open_request(0, ()).unwrap();
+    let _stalled = s.connect(StreamId::Request(0), 0).unwrap();
+    let (_standalone, _) = s.attach_standalone();
+    // Request 0's reader holds 90 unread bytes of the 100.
+    assert_eq!(
+        admitted(s.deliver(StreamId::Request(0), message(1, 90))),
+        Some(1)
+    );
+    // Another stream is not held back by it: admitted over the line.
+    assert_eq!(
+        admitted(s.deliver(StreamId::Standalone, message(2, 30))),
+        Some(2)
+    );
+    // Request 0's own next message waits for its reader.
+    assert!(s.deliver(StreamId::Request(0), message(3, 30)).is_none());
+    assert!(s.has_waiting());
+    // The standalone reader now owes its 30 bytes, so its next one waits.
+    assert!(s.deliver(StreamId::Standalone, message(4, 30)).is_none());
+    let used = s.budget().session().used();
+    assert!(
+        used <= 100 + 30,
+        "budget plus one message per stream: {used}"
+    );
+}
+
+#[test]
+fn over_the_process_budget_a_session_evicts_what_was_read_first() {
+    let process = Meter::new(100);
+    let mut s = session(
+        Window::events(64),
+        Budget::new(1_000, Some(process.clone())),
+    );
+    let (mut reader, _) = s.attach_standalone();
+    for serial in 1..=4 {
+        assert!(admitted(s.deliver(StreamId::Standalone, message(serial, 25))).is_some());
+        assert_eq!(read(&mut reader), Some(serial));
+    }
+    // Everything read is evictable: a fifth message fits by evicting.
+    assert_eq!(
+        admitted(s.deliver(StreamId::Standalone, message(5, 25))),
+        Some(5)
+    );
+    assert!(process.used() <= 100, "{}", process.used());
+    assert_eq!(s.standalone().view().floor, 2);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_wait_ends_within_the_stall_timeout_of_the_readers_last_progress() {
+    let mut s = session(Window::events(2), Budget::unlimited());
+    let (mut reader, _) = s.attach_standalone();
+    for serial in 1..=2 {
+        assert!(admitted(s.deliver(StreamId::Standalone, message(serial, 1))).is_some());
+    }
+    assert!(s.deliver(StreamId::Standalone, message(3, 1)).is_none());
+    tokio::time::advance(Duration::from_secs(6)).await;
+    // Progress restarts the clock.
+    assert_eq!(read(&mut reader), Some(1));
+    assert_eq!(admitted(s.flush().pop()), Some(3));
+    assert!(s.deliver(StreamId::Standalone, message(4, 1)).is_none());
+    let deadline = s.stall_deadline().unwrap();
+    assert_eq!(deadline, Instant::now() + STALL);
+    tokio::time::advance(STALL).await;
+    let now = Instant::now();
+    let admitted_now: Vec<_> = s.end_stalled(now).into_iter().map(Some).collect();
+    assert_eq!(admitted_now.len(), 1);
+    assert!(read(&mut reader).is_none(), "the stalled reader was ended");
+}
+
+/// Found by the model: a resume replacing the reader that held a message
+/// back made room without saying so, and the message waited until
+/// something unrelated woke its session.
+#[test]
+fn a_resume_replacing_the_reader_that_held_a_message_back_makes_room() {
+    let mut s = session(Window::events(2), Budget::unlimited());
+    let (_old, _) = s.attach_standalone();
+    for serial in 1..=2 {
+        assert!(admitted(s.deliver(StreamId::Standalone, message(serial, 1))).is_some());
+    }
+    assert!(s.deliver(StreamId::Standalone, message(3, 1)).is_none());
+    // Drain any stale permit, then resume past everything the old one held.
+    let _ = s.room().made().now_or_never();
+    let resumed = s.resume(StreamId::Standalone.event(2));
+    assert!(resumed.reader.is_some());
+    assert!(
+        s.room().made().now_or_never().is_some(),
+        "the producer is woken"
+    );
+    assert_eq!(admitted(s.flush().pop()), Some(3));
+}
+
+/// Found by the model: a primary demoted to a shadow by a resume, promoted
+/// again later, went on from where it had first attached, skipping what it
+/// had not delivered.
+#[test]
+fn a_demoted_primary_promoted_again_goes_on_from_its_own_position() {
+    let mut s = session(Window::events(16), Budget::unlimited());
+    assert!(admitted(s.deliver(StreamId::Standalone, message(1, 1))).is_some());
+    let (mut first, start) = s.attach_standalone();
+    assert_eq!(start, Some(1));
+    assert!(admitted(s.deliver(StreamId::Standalone, message(2, 1))).is_some());
+    // A resume from 1 takes over; `first` never read event 1.
+    let second = s.resume(StreamId::Standalone.event(1)).reader.unwrap();
+    assert_eq!(read(&mut first), None, "a shadow reads nothing");
+    drop(second);
+    assert_eq!(read(&mut first), Some(1), "not 2: event 1 never reached it");
+    assert_eq!(read(&mut first), Some(2));
+}
+
+#[test]
+fn past_the_waiting_cap_the_owner_stops_taking_messages() {
+    let mut limits = Limits::new(STALL, Duration::from_secs(60), 8, 2);
+    limits.max_waiting = 3;
+    let mut s: Plain = Session::new(1, Window::events(1), Budget::unlimited(), limits);
+    let (_reader, _) = s.attach_standalone();
+    assert!(admitted(s.deliver(StreamId::Standalone, message(1, 1))).is_some());
+    for serial in 2..=4 {
+        assert!(s.can_take());
+        assert!(
+            s.deliver(StreamId::Standalone, message(serial, 1))
+                .is_none()
+        );
+    }
+    assert!(!s.can_take());
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_expired_stream_gives_back_its_bytes_and_its_waiting_messages() {
+    let mut s = session(Window::events(1), Budget::new(1_000, None));
+    s.open_request(7, ()).unwrap();
+    let _reader = s.connect(StreamId::Request(7), 0).unwrap();
+    assert!(admitted(s.deliver(StreamId::Request(7), message(1, 100))).is_some());
+    assert!(s.deliver(StreamId::Request(7), message(2, 100)).is_none());
+    assert!(s.complete(7, Instant::now()));
+    tokio::time::advance(Duration::from_secs(61)).await;
+    let gone = s.expire(Instant::now());
+    assert!(matches!(
+        gone.as_slice(),
+        [Admission::Gone { ticket: 2, .. }]
+    ));
+    assert_eq!(s.budget().session().used(), 0, "though its reader is alive");
+    assert!(!s.has_waiting());
+}
