@@ -131,7 +131,7 @@ pub enum Admission<T> {
 
 /// A resume's decision, and the reader attached when it is a stream.
 pub struct Resumed<E: Clone> {
-    /// What [`plan`] decided.
+    /// What [`plan`](crate::resumption::plan()) decided.
     pub answer: ResumeAnswer,
     /// The resuming connection's reader, when the answer is a stream.
     pub reader: Option<LogReader<E>>,

@@ -8,6 +8,9 @@
 //! [`plan`](crate::resumption::plan()), because the shared log keeps the
 //! in-process ids.
 //!
+//! [`Mirror`] is the owner's side: its task commits the worker's writes in
+//! order and in batches, renews the lease, and opens each [`Gate`].
+//!
 //! | Operation | Who | When |
 //! |---|---|---|
 //! | [`SharedLog::acquire`] | an instance about to run a session's worker | creating or restoring the session, and then to renew the lease |
@@ -167,4 +170,6 @@ pub trait SharedLog: Send + Sync + 'static {
 }
 
 mod gate;
+mod mirror;
 pub use gate::Gate;
+pub use mirror::{Mirror, RESERVE};

@@ -40,7 +40,6 @@ mod frames;
 mod handle;
 mod incarnation;
 mod manager;
-mod mirror;
 mod routing;
 #[cfg(not(rmcp_line_1))]
 mod store_id;

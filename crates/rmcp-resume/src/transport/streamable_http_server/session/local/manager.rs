@@ -8,7 +8,6 @@ use rmcp_resume_core::log::Meter;
 use rmcp_resume_core::shared::{SharedLog, SharedLogError};
 
 use super::incarnation::Incarnation;
-use super::mirror::Mirror;
 use super::worker::new_session;
 use super::{
     EventId, EventIdParseError, LocalSessionHandle, ResumedStream, Resumption, SessionConfig,
@@ -24,6 +23,7 @@ use crate::transport::streamable_http_server::session::EventStore;
 use crate::transport::streamable_http_server::session::{
     RestoreOutcome, ServerSseMessage, SessionManager,
 };
+use rmcp_resume_core::shared::Mirror;
 
 /// Keeps every session of this process in memory.
 #[derive(Debug, Default)]

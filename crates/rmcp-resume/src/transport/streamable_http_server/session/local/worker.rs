@@ -15,7 +15,6 @@ use tokio::time::Instant;
 use super::compat::SessionEvent;
 use super::frames::{FRAME, data_of, events, weigh};
 use super::incarnation::Incarnation;
-use super::mirror::Mirror;
 use super::routing::{Route, Routes};
 use super::{
     EventId, HttpRequestId, LocalSessionHandle, LocalSessionWorkerError, MAX_SHADOW_STREAMS,
@@ -27,6 +26,7 @@ use crate::transport::WorkerTransport;
 use crate::transport::common::server_side_http::SessionId;
 use crate::transport::resumption::StreamId;
 use crate::transport::streamable_http_server::session::ServerSseMessage;
+use rmcp_resume_core::shared::Mirror;
 
 mod http;
 mod run;

@@ -6,10 +6,10 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::super::compat::SessionEvent;
-use super::super::mirror::Mirror;
 use super::super::{LocalSessionWorkerError, SessionError};
 use super::LocalSessionWorker;
 use crate::transport::worker::{Worker, WorkerConfig, WorkerContext, WorkerQuitReason};
+use rmcp_resume_core::shared::Mirror;
 
 impl Worker for LocalSessionWorker {
     type Error = LocalSessionWorkerError;

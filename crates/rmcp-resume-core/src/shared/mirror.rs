@@ -13,19 +13,21 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use rmcp_resume_core::shared::{Gate, MirrorOp, Ownership, SharedLog, SharedLogError};
+use super::{Gate, MirrorOp, Ownership, SharedLog, SharedLogError};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::transport::common::server_side_http::SessionId;
-use crate::transport::resumption::StreamId;
+use crate::resumption::StreamId;
+
+/// A session's id, as rmcp spells it.
+type SessionId = Arc<str>;
 
 /// Writes one batch holds at most.
 const BATCH: usize = 256;
 /// Tries of one batch before the session is given up on this instance.
 const TRIES: u32 = 4;
 /// Request stream numbers reserved at once.
-pub(super) const RESERVE: u64 = 64;
+pub const RESERVE: u64 = 64;
 
 /// One write, and the gate it opens once committed.
 #[derive(Debug)]
@@ -35,7 +37,7 @@ struct Pending {
 }
 
 /// The worker's end of its session's mirror.
-pub(super) struct Mirror {
+pub struct Mirror {
     shared: Arc<dyn SharedLog>,
     session: SessionId,
     epoch: u64,
@@ -58,7 +60,7 @@ impl std::fmt::Debug for Mirror {
 impl Mirror {
     /// Takes `session`'s lease and starts its mirror task; `Err` with what
     /// the shared log said when this instance may not own it.
-    pub(super) async fn start(
+    pub async fn start(
         shared: Arc<dyn SharedLog>,
         session: SessionId,
         create: bool,
@@ -89,13 +91,13 @@ impl Mirror {
     }
 
     /// Fires when this instance may no longer write the session.
-    pub(super) fn lost(&self) -> CancellationToken {
+    pub fn lost(&self) -> CancellationToken {
         self.lost.clone()
     }
 
     /// The next request stream number, reserving more when the block is
     /// used up (one round trip per [`RESERVE`] streams).
-    pub(super) async fn next_stream(&mut self) -> Result<u64, SharedLogError> {
+    pub async fn next_stream(&mut self) -> Result<u64, SharedLogError> {
         if self.next >= self.end {
             let first = self
                 .shared
@@ -111,7 +113,7 @@ impl Mirror {
 
     /// Queues event `index` of `stream`; `gate` opens past it once it is
     /// committed.
-    pub(super) fn append(&self, stream: StreamId, index: u64, data: Option<String>, gate: &Gate) {
+    pub fn append(&self, stream: StreamId, index: u64, data: Option<String>, gate: &Gate) {
         self.send(Pending {
             op: MirrorOp::Append {
                 stream,
@@ -123,7 +125,7 @@ impl Mirror {
     }
 
     /// Queues a write that opens no gate.
-    pub(super) fn write(&self, op: MirrorOp) {
+    pub fn write(&self, op: MirrorOp) {
         self.send(Pending { op, gate: None });
     }
 
