@@ -250,7 +250,7 @@ impl<E> LogState<E> {
 
 /// What a reader should do next.
 enum Step<E> {
-    Send(u64, Logged<E>),
+    Send(Logged<E>),
     Wait,
     Done,
 }
@@ -643,8 +643,11 @@ impl<E: Clone> StreamLog<E> {
         }
     }
 
+    /// What reader `id` does next; an event it is handed is taken in the
+    /// same step, so a resume that replaces the reader meanwhile cannot see
+    /// it unread and send it on the new connection too.
     fn step(&self, id: ReaderId) -> Step<E> {
-        let state = self.lock();
+        let mut state = self.lock();
         let Some(reader) = state.readers.iter().find(|r| r.id == id) else {
             return Step::Done;
         };
@@ -667,34 +670,25 @@ impl<E: Clone> StreamLog<E> {
             return Step::Done;
         }
         let offset = reader.position - floor;
-        match usize::try_from(offset)
+        let logged = match usize::try_from(offset)
             .ok()
             .and_then(|o| state.entries.get(o))
         {
-            Some(entry) => Step::Send(
-                entry.index,
-                Logged {
-                    index: entry.index,
-                    id: entry.id.clone(),
-                    event: entry.event.clone(),
-                },
-            ),
-            None if state.finished => Step::Done,
-            None => Step::Wait,
-        }
-    }
-
-    fn delivered(&self, id: ReaderId, index: u64) {
-        let mut state = self.lock();
-        if let Some(reader) = state.readers.iter_mut().find(|r| r.id == id)
-            && reader.role == Role::Primary
-            && reader.position == index
-        {
-            reader.position = index.saturating_add(1);
+            Some(entry) => Logged {
+                index: entry.index,
+                id: entry.id.clone(),
+                event: entry.event.clone(),
+            },
+            None if state.finished => return Step::Done,
+            None => return Step::Wait,
+        };
+        if let Some(reader) = state.readers.iter_mut().find(|r| r.id == id) {
+            reader.position = logged.index.saturating_add(1);
             reader.progressed_at = Instant::now();
-            if (state.blocked && !state.is_full()) || self.budget.is_starved() {
-                self.room.notify();
-            }
         }
+        if (state.blocked && !state.is_full()) || self.budget.is_starved() {
+            self.room.notify();
+        }
+        Step::Send(logged)
     }
 }

@@ -74,10 +74,7 @@ impl<E: Clone> Stream for LogReader<E> {
         let this = &mut *self;
         while !this.done {
             match this.log.step(this.id) {
-                Step::Send(index, event) => {
-                    this.log.delivered(this.id, index);
-                    return Poll::Ready(Some(event));
-                }
+                Step::Send(event) => return Poll::Ready(Some(event)),
                 Step::Done => this.done = true,
                 Step::Wait => match this.changes.poll_next_unpin(cx) {
                     Poll::Ready(Some(_)) => {}

@@ -71,12 +71,11 @@ fn newest_shadow_is_promoted_from_the_old_primary_position() {
     log.attach_primary(1, 1);
     log.attach_shadow(2);
     log.attach_shadow(3);
-    assert!(matches!(log.step(1), Step::Send(1, _)));
-    log.delivered(1, 1);
+    assert!(matches!(log.step(1), Step::Send(Logged { index: 1, .. })));
     assert!(matches!(log.step(3), Step::Wait), "shadows get nothing");
     log.detach(1);
     assert!(
-        matches!(log.step(3), Step::Send(2, _)),
+        matches!(log.step(3), Step::Send(Logged { index: 2, .. })),
         "resumes after what was delivered"
     );
     assert!(matches!(log.step(2), Step::Wait), "only one primary");
@@ -105,9 +104,8 @@ fn control_frames_never_evict_what_a_reader_needs() {
         log.append((), None, 0);
     }
     let mut read = Vec::new();
-    while let Step::Send(index, _) = log.step(1) {
-        log.delivered(1, index);
-        read.push(index);
+    while let Step::Send(logged) = log.step(1) {
+        read.push(logged.index);
     }
     assert_eq!(read, [1, 2, 3, 4, 5, 6], "nothing skipped");
     // Read, they go at the next append.
@@ -128,8 +126,7 @@ fn an_unread_event_is_never_evicted_while_its_reader_is_attached() {
     );
     assert_eq!(log.view().floor, 1, "nothing was evicted");
     // Reading one event makes room for exactly one more.
-    assert!(matches!(log.step(1), Step::Send(1, _)));
-    log.delivered(1, 1);
+    assert!(matches!(log.step(1), Step::Send(Logged { index: 1, .. })));
     assert!(log.try_append((), None, 0).is_ok());
     assert!(log.try_append((), None, 0).is_err());
     assert_eq!(log.view().floor, 2);
@@ -155,7 +152,7 @@ async fn a_reader_that_reads_wakes_the_waiting_producer() {
     assert!(log.try_append((), None, 0).is_err());
     let mut made = std::pin::pin!(room.made());
     assert!(futures::poll!(made.as_mut()).is_pending(), "no room yet");
-    log.delivered(1, 1);
+    assert!(matches!(log.step(1), Step::Send(Logged { index: 1, .. })));
     assert!(futures::poll!(made).is_ready(), "the producer is woken");
     assert!(log.try_append((), None, 0).is_ok());
 }
@@ -200,11 +197,11 @@ async fn a_promoted_shadow_gets_a_fresh_stall_window() {
     tokio::time::advance(stall).await;
     assert!(log.end_stalled(Instant::now(), stall));
     assert!(log.has_primary(), "the shadow took over");
+    assert_eq!(log.stall_deadline(stall), Some(Instant::now() + stall));
     assert!(
-        matches!(log.step(2), Step::Send(1, _)),
+        matches!(log.step(2), Step::Send(Logged { index: 1, .. })),
         "from where 1 stopped"
     );
-    assert_eq!(log.stall_deadline(stall), Some(Instant::now() + stall));
 }
 
 #[test]
@@ -215,8 +212,7 @@ fn request_stream_has_one_reader_and_finishes() {
     log.attach_primary(2, 0);
     assert!(matches!(log.step(1), Step::Done), "the older resume ends");
     log.finish();
-    assert!(matches!(log.step(2), Step::Send(0, _)));
-    log.delivered(2, 0);
+    assert!(matches!(log.step(2), Step::Send(Logged { index: 0, .. })));
     assert!(matches!(log.step(2), Step::Done));
 }
 
@@ -226,7 +222,7 @@ fn store_assigned_ids_are_kept() {
     log.append((), Some("store-17".to_owned()), 0);
     log.attach_primary(1, 0);
     match log.step(1) {
-        Step::Send(0, logged) => assert_eq!(logged.id, "store-17"),
+        Step::Send(logged) => assert_eq!((logged.index, logged.id.as_str()), (0, "store-17")),
         _ => panic!("the event is ready"),
     }
 }
@@ -259,11 +255,10 @@ fn attach_decides_primary_or_shadow_in_one_step() {
         "no primary yet: from the first event"
     );
     assert_eq!(log.attach(2), None, "a second GET is a shadow");
-    assert!(matches!(log.step(1), Step::Send(1, _)));
-    log.delivered(1, 1);
+    assert!(matches!(log.step(1), Step::Send(Logged { index: 1, .. })));
     log.detach(1);
     // The shadow took over from where the primary stopped.
-    assert!(matches!(log.step(2), Step::Send(2, _)));
+    assert!(matches!(log.step(2), Step::Send(Logged { index: 2, .. })));
     assert_eq!(log.attach(3), None);
 }
 
@@ -439,14 +434,13 @@ fn a_promoted_shadow_is_sent_again_what_the_dead_primary_took_since_it_attached(
         log.append((), None, 0);
     }
     let mut taken = Vec::new();
-    while let Step::Send(index, _) = log.step(1) {
-        log.delivered(1, index);
-        taken.push(index);
+    while let Step::Send(logged) = log.step(1) {
+        taken.push(logged.index);
     }
     assert_eq!(taken, [1, 2, 3, 4]);
     log.detach(1);
     assert!(
-        matches!(log.step(2), Step::Send(2, _)),
+        matches!(log.step(2), Step::Send(Logged { index: 2, .. })),
         "from the shadow's attach"
     );
 }
@@ -458,9 +452,7 @@ fn a_promoted_shadow_below_the_floor_is_ended_not_skipped_ahead() {
     log.attach_shadow(2);
     for _ in 0..3 {
         log.append((), None, 0);
-        while let Step::Send(index, _) = log.step(1) {
-            log.delivered(1, index);
-        }
+        while let Step::Send(_) = log.step(1) {}
     }
     log.append((), None, 0);
     assert!(log.view().floor > 2, "the shadow's start was evicted");
