@@ -48,6 +48,8 @@ use crate::log::{Budget, Full, LogReader, ReaderId, Room, StreamLog, Window};
 use crate::resumption::{ResumeAnswer, RmcpEventId, StreamId, StreamLookup, plan};
 
 #[cfg(test)]
+mod attack;
+#[cfg(test)]
 mod model;
 #[cfg(test)]
 mod tests;
