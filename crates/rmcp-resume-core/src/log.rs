@@ -72,6 +72,15 @@ pub struct Full<E> {
     pub id: Option<String>,
 }
 
+/// `at + by`, where a `by` too large for the clock means "never": a time
+/// some centuries on.
+pub(crate) fn later(at: Instant, by: Duration) -> Instant {
+    const NEVER: Duration = Duration::from_secs(60 * 60 * 24 * 365 * 100);
+    at.checked_add(by)
+        .or_else(|| at.checked_add(NEVER))
+        .unwrap_or(at)
+}
+
 /// Identifies one reader (one HTTP connection) of a log.
 pub type ReaderId = u64;
 
@@ -469,7 +478,22 @@ impl<E: Clone> StreamLog<E> {
             return None;
         }
         let reader = state.holding_the_floor()?;
-        Some(state.owing_since(reader) + stall)
+        Some(later(state.owing_since(reader), stall))
+    }
+
+    /// Until when this log's primary counts as reading it: while it owes an
+    /// event and has made progress within `stall`. `None` when no primary
+    /// owes anything (it read everything, or there is none).
+    pub fn reading_until(&self, stall: Duration) -> Option<Instant> {
+        let state = self.lock();
+        let floor = state.floor();
+        let reader = state.readers.iter().find(|r| {
+            r.role == Role::Primary
+                && r.position >= floor
+                && r.position < state.next_index
+                && r.end_at.is_none_or(|end| r.position < end)
+        })?;
+        Some(later(state.owing_since(reader), stall))
     }
 
     /// Ends the reader holding a full log back if it has made no progress

@@ -32,6 +32,14 @@
 //! plus one message per stream whose reader has read everything else (and
 //! the same for the process's budget, summed over sessions).
 //!
+//! # Expiry
+//!
+//! An answered request stream is forgotten `completed_ttl` after its answer,
+//! or sooner past `max_completed_streams`, oldest first; but not while its
+//! reader is reading it (it owes an event and made progress within the
+//! stall timeout): then it stays until that reader has read everything, has
+//! stalled, or has gone. A reader's slow link never costs it the answer.
+//!
 //! # Waiting messages
 //!
 //! At most [`Limits::max_waiting`] messages wait in a session; past it
@@ -44,7 +52,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::log::{Budget, Full, LogReader, ReaderId, Room, StreamLog, Window};
+use crate::log::{Budget, Full, LogReader, ReaderId, Room, StreamLog, Window, later};
 use crate::resumption::{ResumeAnswer, RmcpEventId, StreamId, StreamLookup, plan};
 
 #[cfg(test)]
@@ -172,6 +180,9 @@ pub struct Session<E: Clone, T, X = ()> {
     /// Answered streams in the order they completed: expiry is amortised
     /// O(1).
     completed: VecDeque<(Instant, u64)>,
+    /// Answered streams due to expire whose reader is still reading them,
+    /// each with when to look again.
+    lingering: Vec<(Instant, u64)>,
     next_reader: ReaderId,
     room: Room,
     window: Window,
@@ -218,6 +229,7 @@ impl<E: Clone, T, X> Session<E, T, X> {
             waiting: HashSet::new(),
             waiting_count: 0,
             completed: VecDeque::new(),
+            lingering: Vec::new(),
             next_reader: 0,
             room,
             window,
@@ -284,8 +296,17 @@ impl<E: Clone, T, X> Session<E, T, X> {
         Ok(log)
     }
 
-    /// Forgets request stream `m` at once; its waiting messages are gone.
+    /// Forgets request stream `m` at once; its waiting messages are gone,
+    /// and what waited for the bytes it held is admitted.
     pub fn close_request(&mut self, m: u64) -> Option<(X, Vec<Admission<T>>)> {
+        self.completed.retain(|(_, x)| *x != m);
+        self.lingering.retain(|(_, x)| *x != m);
+        let (extra, mut gone) = self.remove_request(m)?;
+        gone.extend(self.flush());
+        Some((extra, gone))
+    }
+
+    fn remove_request(&mut self, m: u64) -> Option<(X, Vec<Admission<T>>)> {
         let stream = self.requests.remove(&m)?;
         self.waiting.remove(&StreamId::Request(m));
         self.waiting_count -= stream.waiting.len();
@@ -432,7 +453,6 @@ impl<E: Clone, T, X> Session<E, T, X> {
             });
         };
         if !self.make_room(&log, pending.weight) {
-            self.budget.set_starved(true);
             return Err(pending);
         }
         let Pending {
@@ -473,7 +493,14 @@ impl<E: Clone, T, X> Session<E, T, X> {
     fn make_room(&mut self, log: &StreamLog<E>, weight: usize) -> bool {
         while self.budget.would_exceed(weight) {
             if !self.evict_oldest() {
-                return log.unread_bytes() == 0;
+                // Starved first, then the check: a read racing the check
+                // either is seen by it or sees the flag, and wakes us.
+                self.budget.set_starved(true);
+                let free = log.unread_bytes() == 0;
+                if free && self.waiting.is_empty() {
+                    self.budget.set_starved(false);
+                }
+                return free;
             }
         }
         true
@@ -518,27 +545,71 @@ impl<E: Clone, T, X> Session<E, T, X> {
         true
     }
 
-    /// When the earliest answered stream expires.
+    /// When the next answered stream may expire.
     pub fn next_expiry(&self) -> Option<Instant> {
-        let (at, _) = self.completed.front()?;
-        Some(*at + self.limits.completed_ttl)
+        let first = self
+            .completed
+            .front()
+            .map(|(at, _)| later(*at, self.limits.completed_ttl));
+        let lingering = self.lingering.iter().map(|(at, _)| *at).min();
+        first.into_iter().chain(lingering).min()
     }
 
     /// Forgets answered streams past their TTL or over the count cap,
-    /// ending their readers and returning their bytes at once.
+    /// ending their readers and returning their bytes at once. A stream
+    /// whose reader is still reading it (it owes an event and made progress
+    /// within the stall timeout) stays until that reader is done or stalls:
+    /// nothing a reading reader has not read goes.
     pub fn expire(&mut self, now: Instant) -> Vec<Admission<T>> {
-        let mut gone_messages = Vec::new();
+        let mut gone = Vec::new();
+        let mut closed = false;
         while let Some(&(at, m)) = self.completed.front() {
             let over_cap = self.completed.len() > self.limits.max_completed_streams;
-            if !over_cap && now.saturating_duration_since(at) < self.limits.completed_ttl {
+            if !over_cap && later(at, self.limits.completed_ttl) > now {
                 break;
             }
             self.completed.pop_front();
-            if let Some((_, gone)) = self.close_request(m) {
-                gone_messages.extend(gone);
+            match self.reading_until(m, now) {
+                Some(until) => self.lingering.push((until, m)),
+                None => closed |= self.expire_one(m, &mut gone),
             }
         }
-        gone_messages
+        // Few streams linger, and a reader that left frees its stream at
+        // the next turn, not at its stall deadline.
+        let mut i = 0;
+        while i < self.lingering.len() {
+            let (_, m) = self.lingering[i];
+            match self.reading_until(m, now) {
+                Some(until) => {
+                    self.lingering[i].0 = until;
+                    i += 1;
+                }
+                None => {
+                    self.lingering.swap_remove(i);
+                    closed |= self.expire_one(m, &mut gone);
+                }
+            }
+        }
+        if closed && self.has_waiting() {
+            gone.extend(self.flush());
+        }
+        gone
+    }
+
+    /// Until when request stream `m`'s reader counts as reading it, if it
+    /// does past `now`.
+    fn reading_until(&self, m: u64, now: Instant) -> Option<Instant> {
+        let log = &self.requests.get(&m)?.log;
+        log.reading_until(self.limits.reader_stall_timeout)
+            .filter(|until| *until > now)
+    }
+
+    fn expire_one(&mut self, m: u64, gone: &mut Vec<Admission<T>>) -> bool {
+        let Some((_, waiting)) = self.remove_request(m) else {
+            return false;
+        };
+        gone.extend(waiting);
+        true
     }
 
     /// The logs whose readers hold a waiting message back: a message waits
