@@ -122,6 +122,8 @@ struct Stream {
     next_index: u64,
     /// Admitted events: index → the message's serial (the event itself).
     admitted: BTreeMap<u64, u64>,
+    /// When each admitted event was appended.
+    appended_at: BTreeMap<u64, Instant>,
     /// Delivered, not yet admitted: serial, when delivered, whether it
     /// answers.
     waiting: VecDeque<(u64, Instant, bool)>,
@@ -147,6 +149,7 @@ impl Stream {
             id,
             next_index: first,
             admitted: BTreeMap::new(),
+            appended_at: BTreeMap::new(),
             waiting: VecDeque::new(),
             activity: now,
             completed_at: None,
@@ -180,6 +183,8 @@ struct Reader {
     /// resumes and is told the floor).
     superseded: bool,
     ended: bool,
+    /// When it last read an event (or attached).
+    progressed: Instant,
 }
 
 struct Driver {
@@ -237,6 +242,7 @@ impl Driver {
             eager: false,
             superseded: false,
             ended: false,
+            progressed: Instant::now(),
         });
     }
 
@@ -271,6 +277,7 @@ impl Driver {
                 }
                 s.next_index += 1;
                 s.admitted.insert(index, ticket);
+                s.appended_at.insert(index, Instant::now());
                 s.activity = Instant::now();
                 if completed != (completes && s.completed_at.is_none()) {
                     return Err(
@@ -341,6 +348,7 @@ impl Driver {
             )));
         }
         r.last = Some(logged.index);
+        r.progressed = Instant::now();
         r.expect = r.expect.map(|_| logged.index + 1);
         let s = &mut self.streams[stream];
         s.received.insert(logged.index);
@@ -497,6 +505,7 @@ impl Driver {
         }
         let s = &mut self.streams[at];
         s.admitted.insert(0, serial);
+        s.appended_at.insert(0, Instant::now());
         s.next_index = 1;
         let Some(reader) = self.session.connect(id, 0) else {
             return Err(self.fail(format!("{id:?}: no reader at open")));
@@ -512,18 +521,58 @@ impl Driver {
     fn expire(&mut self) -> Result<(), TestCaseError> {
         let now = Instant::now();
         let gone = self.session.expire(now);
-        for s in &mut self.streams {
+        for at in 0..self.streams.len() {
+            let s = &self.streams[at];
             if !s.closed && self.session.log(s.id).is_none() {
-                s.closed = true;
+                self.expired(at, now)?;
+                self.streams[at].closed = true;
             }
         }
         self.handle(gone)?;
         for s in &self.streams {
+            let reading = self
+                .session
+                .log(s.id)
+                .and_then(|log| log.reading_until(STALL))
+                .is_some_and(|until| until > now);
             if let Some(at) = s.completed_at
                 && !s.closed
                 && now.saturating_duration_since(at) >= TTL
+                && !reading
             {
-                return Err(self.fail(format!("{:?}: answered, retained past its TTL", s.id)));
+                return Err(self.fail(format!(
+                    "{:?}: answered, retained past its TTL with no reader reading it",
+                    s.id
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// Stream `at` just expired: its connected reader, if it owed an event,
+    /// must have owed it for the stall timeout.
+    fn expired(&self, at: usize, now: Instant) -> Result<(), TestCaseError> {
+        let s = &self.streams[at];
+        if s.completed_at.is_none() {
+            return Err(self.fail(format!("{:?}: expired, never answered", s.id)));
+        }
+        let live = self
+            .readers
+            .iter()
+            .filter(|r| r.stream == at && !r.ended && !r.superseded);
+        for r in live {
+            let next = r.last.map_or(r.expect, |last| Some(last + 1));
+            let Some(next) = next.filter(|n| *n < s.next_index) else {
+                continue;
+            };
+            let owed = s.appended_at.get(&next).copied().unwrap_or(now);
+            let since = r.progressed.max(owed);
+            if now.saturating_duration_since(since) < STALL {
+                return Err(self.fail(format!(
+                    "{:?}: expired under a reader still reading (owes {next}, progress {:?} ago)",
+                    s.id,
+                    now.saturating_duration_since(since)
+                )));
             }
         }
         Ok(())
@@ -746,6 +795,9 @@ impl Driver {
                 self.make_eager(readers)?;
                 self.settle()?;
             }
+        }
+        if self.session.has_waiting() {
+            return Err(self.fail("messages still wait, though every reader read".into()));
         }
         for at in 0..self.streams.len() {
             let s = &self.streams[at];
