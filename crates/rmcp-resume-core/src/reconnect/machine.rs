@@ -310,7 +310,14 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
             // nothing (a shadow, or a stream still owned by the cut
             // connection); it is retried after a while, not waited on forever.
             let silence = self.config.silent_resume_timeout.max(MIN_DELAY);
-            let silence = self.remaining().map_or(silence, |left| left.min(silence));
+            // The deadline cuts short only a silence that is a failure: from
+            // a server that never vouched, silence held long enough is a
+            // call still working, and cutting it short would count the
+            // quiet resume as progress before it was held.
+            let silence = match self.remaining() {
+                Some(left) if self.vouched => left.min(silence),
+                _ => silence,
+            };
             // Also silent: a resume from a server that never vouched whose
             // only news since its replay is a priming frame.
             let primed_quiet = !self.vouched

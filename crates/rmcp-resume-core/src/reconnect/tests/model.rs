@@ -1284,3 +1284,49 @@ async fn an_unvouched_replay_from_the_first_event_is_not_progress() {
         "the cursor's event delivered again: {delivered:?}"
     );
 }
+
+/// Found by the property (seed 42, shrunk): five resumes cut 667 ms in, the
+/// fifth starting with 667 ms of `resume_deadline` left, against a server
+/// that never vouched. The deadline cut the wait for its first frame to
+/// those 667 ms, and the quiet resume was then refreshed as progress,
+/// though it was not held: two connections that brought nothing were
+/// retried at once. Now the deadline cuts short only a vouched server's
+/// silence.
+#[test]
+fn a_deadline_never_turns_a_short_quiet_resume_into_progress() {
+    let cut = Fault::Cut {
+        events: 0,
+        after: Duration::from_millis(667),
+    };
+    let case = Case {
+        server: Server {
+            scheme: Scheme::Rmcp { stream: 1 },
+            events: 2,
+            post: Fault::Poll {
+                priming: None,
+                events: 1,
+                after: Duration::ZERO,
+            },
+            resumes: vec![cut.clone(); 5],
+            tail: Fault::Poll {
+                priming: None,
+                events: usize::MAX,
+                after: Duration::ZERO,
+            },
+        },
+        knobs: Knobs {
+            max_failed_resumes: 2,
+            max_transport_failures: 4,
+            max_times: None,
+            base_ms: 2000,
+            doubling: true,
+            max_delay: Duration::from_secs(30),
+            resume_deadline: Duration::from_secs(30),
+            silent: Duration::from_secs(2),
+            connect_timeout: Duration::from_secs(5),
+        },
+    };
+    if let Err(failure) = check(&case) {
+        panic!("{failure}");
+    }
+}
