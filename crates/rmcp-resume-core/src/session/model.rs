@@ -322,7 +322,11 @@ impl Driver {
         let stream = r.stream;
         let Some(logged) = next else {
             r.ended = true;
+            // Dropping it detaches it, which may promote a shadow: a new
+            // connection, whose stall clock starts now.
             r.reader = None;
+            self.streams[stream].activity = Instant::now();
+            let r = &mut self.readers[at];
             let was_eager = std::mem::replace(&mut r.eager, false);
             return self.ended(at, was_eager).map(|()| false);
         };
