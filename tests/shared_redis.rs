@@ -442,3 +442,162 @@ async fn a_drained_call_is_204_and_an_evicted_standalone_cursor_is_noticed_on_ei
         assert_eq!(position(&first), Some((25, None)));
     }
 }
+
+/// Redis's connected clients, through `redis-cli` on the test's socket.
+fn redis_clients(redis: &RedisServer) -> usize {
+    let url = redis.url();
+    let socket = url.trim_start_matches("unix://");
+    let out = std::process::Command::new("redis-cli")
+        .args(["-s", socket, "CLIENT", "LIST"])
+        .output()
+        .expect("redis-cli (the Debian package redis-tools) must be installed");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|line| line.starts_with("id="))
+        .count()
+}
+
+/// Dropped GETs on a non-owner once left a tail (and its Redis connection)
+/// behind for up to the session's TTL: each now ends with its reader, and
+/// Redis's client count comes back to where it was.
+#[tokio::test]
+async fn dropped_gets_on_a_non_owner_leave_no_redis_connection_behind() {
+    let cluster = cluster();
+    let on_a = RawSession::open(&cluster.a.url)
+        .await
+        .expect("session on A");
+    let on_b = on_a.at(&cluster.b.url);
+    // One GET first, so that B's shared connection exists in the baseline.
+    drop(on_b.get(None).await.expect("GET on B"));
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    let baseline = redis_clients(&cluster.redis);
+    for _ in 0..12 {
+        let response = on_b.get(None).await.expect("GET on B");
+        assert_eq!(response.status(), 200);
+        let mut reader = SseReader::new(response);
+        // The priming frame: the tail is running.
+        let _ = tokio::time::timeout(Duration::from_millis(500), reader.next()).await;
+        drop(reader);
+    }
+    // A tail ends within one poll of its reader (500 ms) and its blocking
+    // read (bounded by the same poll) with it.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let mut now = redis_clients(&cluster.redis);
+    while now > baseline && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        now = redis_clients(&cluster.redis);
+    }
+    assert!(now <= baseline, "{now} clients, {baseline} before the GETs");
+}
+
+/// Kill -9 of the owner, then a POST for the session on another instance
+/// (which takes it over), then the cut call's resume there: the events the
+/// dead owner committed strictly after the cursor, then the call's terminal
+/// error. The takeover's worker used to answer `400`: its own logs do not
+/// know the call's stream.
+#[tokio::test]
+async fn after_a_post_first_takeover_a_cut_call_resumes_with_its_retained_events() {
+    let mut cluster = cluster();
+    let mut on_a = RawSession::open(&cluster.a.url)
+        .await
+        .expect("session on A");
+    let (id, response) = on_a
+        .call("count_to", json!({ "n": 200 }), true)
+        .await
+        .expect("call");
+    let mut reader = SseReader::new(response);
+    let (cursor, before) = read_progress(&mut reader, 5).await;
+    drop(reader);
+    cluster.a.signal("KILL");
+
+    let on_b = on_a.at(&cluster.b.url);
+    // A's lease runs out first: until then B refuses with 503.
+    let deadline = Instant::now() + LEASE + Duration::from_secs(10);
+    let status = loop {
+        let answer = on_b
+            .post(json!({ "jsonrpc": "2.0", "id": 9, "method": "tools/list" }))
+            .await
+            .expect("an answer");
+        let status = answer.status();
+        if status != 503 || Instant::now() > deadline {
+            break status;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert_eq!(status, 200, "B took the session over");
+
+    let resumed = on_b.resume(&cursor).await.expect("resume on B");
+    let status = resumed.status();
+    if status != 200 {
+        let body = resumed.text().await.unwrap_or_default();
+        panic!("resume of {cursor} on B: {status} {body}");
+    }
+    let frames = SseReader::new(resumed)
+        .collect()
+        .await
+        .expect("the stream ends");
+    let replayed = events(&frames);
+    let (from, _) = position(&Frame {
+        id: Some(cursor.clone()),
+        ..frames[0].clone()
+    })
+    .expect("cursor");
+    let indices: Vec<u64> = replayed.iter().map(|(i, _)| *i).collect();
+    let expected: Vec<u64> = (from + 1..from + 1 + indices.len() as u64).collect();
+    assert_eq!(indices, expected, "strictly after the cursor, contiguous");
+    let (_, last) = replayed.last().expect("a terminal event");
+    assert_eq!(last["id"], id, "{last}");
+    assert_eq!(
+        last["error"]["message"],
+        "server instance lost; outcome unknown"
+    );
+    let progress: Vec<f64> = replayed
+        .iter()
+        .filter_map(|(_, j)| j["params"]["progress"].as_f64())
+        .collect();
+    let all: Vec<f64> = before.iter().chain(&progress).copied().collect();
+    let expected: Vec<f64> = (1..=all.len()).map(|n| n as f64).collect();
+    assert_eq!(all, expected, "the retained events, in order, none twice");
+}
+
+/// Redis stops answering for four lease periods while a call streams: the
+/// owner's commits wait, its lease lapses, and when Redis is back the owner
+/// takes its lease again at the same epoch and carries on. It used to fence
+/// itself (a new epoch), end its own call with the terminal error, and drop
+/// the session.
+#[tokio::test]
+async fn a_redis_pause_longer_than_the_lease_costs_the_owner_nothing() {
+    let cluster = cluster();
+    let mut on_a = RawSession::open(&cluster.a.url)
+        .await
+        .expect("session on A");
+    let (id, response) = on_a
+        .call("count_to", json!({ "n": 30, "interval_ms": 200 }), true)
+        .await
+        .expect("call");
+    let mut reader = SseReader::new(response);
+    let (_, mut seen) = read_progress(&mut reader, 3).await;
+    let url = cluster.redis.url();
+    let paused = std::process::Command::new("redis-cli")
+        .args(["-s", url.trim_start_matches("unix://")])
+        .args(["CLIENT", "PAUSE", "4000", "ALL"])
+        .output()
+        .expect("redis-cli");
+    assert!(paused.status.success());
+    let frames = reader.collect().await.expect("the stream ends");
+    seen.extend(
+        frames
+            .iter()
+            .filter_map(|f| f.json().and_then(|j| j["params"]["progress"].as_f64())),
+    );
+    assert_eq!(seen, (1..=30).map(f64::from).collect::<Vec<_>>());
+    let last = frames.last().and_then(Frame::json).expect("the answer");
+    assert_eq!(last["id"], id, "{last}");
+    assert_eq!(last["result"]["content"][0]["text"], "counted to 30");
+    // And the session lives on.
+    let (_, response) = on_a
+        .call("count_to", json!({ "n": 1, "interval_ms": 1 }), false)
+        .await
+        .expect("another call");
+    assert_eq!(response.status(), 200);
+}

@@ -13,7 +13,8 @@
 //!
 //! | Operation | Who | When |
 //! |---|---|---|
-//! | [`SharedLog::acquire`] | an instance about to run a session's worker | creating or restoring the session, and then to renew the lease |
+//! | [`SharedLog::acquire`] | an instance about to run a session's worker | creating or restoring the session |
+//! | [`SharedLog::renew`] | the owner's mirror task | every [`SharedLog::renew_every`], and when the backend lost the session |
 //! | [`SharedLog::reserve_streams`] | the owner | before it numbers request streams: numbers are unique across instances |
 //! | [`SharedLog::commit`] | the owner's mirror task | a batch of [`MirrorOp`]s, one round trip |
 //! | [`SharedLog::read`] / [`SharedLog::tail`] | any instance | answering a resume |
@@ -107,6 +108,11 @@ pub enum SharedLogError {
     /// The session (or the stream) is gone.
     #[error("the session or stream is gone")]
     Gone,
+    /// The backend lost the session's data although its epoch is live (a
+    /// restart without persistence, a failover to a lagging replica); the
+    /// owner seeds it again with [`SharedLog::renew`].
+    #[error("the shared log lost the session's data")]
+    Lost,
     /// The backend failed (unreachable, timed out, refused).
     #[error("shared log: {0}")]
     Backend(Box<dyn std::error::Error + Send + Sync>),
@@ -122,6 +128,18 @@ pub trait SharedLog: Send + Sync + 'static {
         &'a self,
         session: &'a str,
         create: bool,
+    ) -> BoxFuture<'a, Result<Ownership, SharedLogError>>;
+
+    /// Keeps the lease this instance holds at `epoch`. A lapsed lease
+    /// nobody took since is taken again at `epoch`; a session the backend
+    /// lost is written again at `epoch`, with request stream numbers from
+    /// `lowest_stream` on. `Owned` at another epoch, or any other answer,
+    /// means the holder was fenced.
+    fn renew<'a>(
+        &'a self,
+        session: &'a str,
+        epoch: u64,
+        lowest_stream: u64,
     ) -> BoxFuture<'a, Result<Ownership, SharedLogError>>;
 
     /// Gives `session`'s lease back, if this instance holds it.
@@ -167,6 +185,13 @@ pub trait SharedLog: Send + Sync + 'static {
 
     /// How often an owner renews its lease.
     fn renew_every(&self) -> std::time::Duration;
+
+    /// How long an owner keeps retrying a batch the backend does not take
+    /// (unreachable, timing out) before it gives the session up. Readers
+    /// wait at their gates meanwhile: nothing uncommitted is sent.
+    fn outage_limit(&self) -> std::time::Duration {
+        std::time::Duration::from_secs(30)
+    }
 }
 
 mod gate;

@@ -18,6 +18,14 @@ pub enum RedisLogError {
         /// The session's epoch now.
         current: u64,
     },
+    /// The session was deleted.
+    #[error("the session was deleted")]
+    Deleted,
+    /// Redis no longer holds the session although its lease epoch is live
+    /// (a restart without persistence, a failover to a lagging replica):
+    /// the owner seeds it again with [`SessionLog::renew`](crate::SessionLog::renew).
+    #[error("redis lost the session's data")]
+    Lost,
     /// The stream was already answered; nothing more may be appended.
     #[error("the stream is finished")]
     Finished,

@@ -37,6 +37,11 @@ impl SessionKeys {
         format!("{}epoch", self.base)
     }
 
+    /// The tombstone of a deleted session, which every script obeys.
+    pub(crate) fn gone(&self) -> String {
+        format!("{}gone", self.base)
+    }
+
     /// The session's `SessionState`, as JSON.
     #[cfg_attr(not(feature = "rmcp"), allow(dead_code))]
     pub(crate) fn state(&self) -> String {

@@ -7,6 +7,20 @@
 //! | held by another, not expired | [`LeaseOutcome::HeldBy`]: nothing changes |
 //! | free (never taken, or expired) | [`LeaseOutcome::Acquired`]: a new epoch; every request stream the earlier owner left open ends with a terminal error |
 //! | no such session, and `create` is false | [`LeaseOutcome::Unknown`]: nothing is written |
+//! | deleted (a tombstone) | [`LeaseOutcome::Deleted`]: nothing is written |
+//!
+//! [`SessionLog::renew`](crate::SessionLog::renew) by the holder of epoch `E`:
+//!
+//! | Lease in Redis | Outcome |
+//! |---|---|
+//! | held by `owner` | [`LeaseOutcome::Renewed`] |
+//! | lapsed, epoch still `E` | [`LeaseOutcome::Renewed`]: taken again at `E`, nothing ended |
+//! | epoch above `E` (taken over since) | [`LeaseOutcome::HeldBy`]: the owner is fenced |
+//! | epoch below `E` or missing (Redis lost data) | [`LeaseOutcome::Seeded`]: the session is written again at `E`; each stream's next append sets its floor |
+//!
+//! [`SessionLog::fence`](crate::SessionLog::fence), by a reader that runs no
+//! worker, ends a dead owner's open calls like a takeover but leaves the
+//! lease free.
 //!
 //! Every write of an owner carries its epoch, and a script refuses a write
 //! whose epoch is not the session's current one, so an owner that was paused
@@ -38,6 +52,11 @@ pub enum LeaseOutcome {
     /// Redis does not know the session (never created, deleted or
     /// expired), and the caller did not ask to create it.
     Unknown,
+    /// The session was deleted: nobody may own it again.
+    Deleted,
+    /// Redis had lost the session; [`SessionLog::renew`](crate::SessionLog::renew)
+    /// seeded it again under the owner's epoch.
+    Seeded(Lease),
     /// Another instance holds it.
     HeldBy {
         /// The holder's epoch.
@@ -51,8 +70,10 @@ impl LeaseOutcome {
     /// The lease, if this owner holds it now.
     pub fn lease(self) -> Option<Lease> {
         match self {
-            Self::Renewed(lease) | Self::Acquired { lease, .. } => Some(lease),
-            Self::HeldBy { .. } | Self::Unknown => None,
+            Self::Renewed(lease) | Self::Acquired { lease, .. } | Self::Seeded(lease) => {
+                Some(lease)
+            }
+            Self::HeldBy { .. } | Self::Unknown | Self::Deleted => None,
         }
     }
 }

@@ -22,8 +22,11 @@
 //! | `P:{S}:m:M` | hash | `head`, `floor`, `finished`, `bytes` of stream `M` (`s`: standalone) |
 //! | `P:{S}:x:M` | stream | the events; entry id `N-1` holds event `N` |
 //! | `P:{S}:state` | string | the session's handshake, for restores elsewhere |
+//! | `P:{S}:gone` | string | a deleted session's tombstone: every script obeys it |
 //!
-//! Every key expires `session_ttl` after the session's last write.
+//! Every key expires `session_ttl` after the session's last activity: the
+//! owner's lease renewal refreshes the session-wide keys and each open
+//! call's, and a write refreshes what it writes.
 //!
 //! # Rules
 //!
@@ -37,11 +40,17 @@
 //!   see which readers are connected, so unlike in-process a slow reader
 //!   may find its next event trimmed: [`SessionLog::tail`] then ends with
 //!   [`TailError::Evicted`] rather than skip it.
+//! - **Holes are fail-stop.** When Redis lost events an owner had committed
+//!   (a restart without persistence, a failover to a lagging replica), the
+//!   owner's next append to that stream drops what Redis still holds of it
+//!   and sets the floor to its own index; a tail checks every event's index.
+//!   A resume across the hole is answered with the floor, never replayed.
 //! - **Redis settings.** `maxmemory-policy noeviction`: an evicted key
 //!   would be a silent gap.
 #![warn(missing_docs)]
 
 mod config;
+mod connection;
 mod error;
 mod keys;
 pub mod lease;
@@ -55,7 +64,9 @@ mod tail;
 pub use config::RedisLogConfig;
 pub use error::RedisLogError;
 pub use lease::{INSTANCE_LOST_ERROR, Lease, LeaseOutcome};
-pub use log::{Appended, RedisLog, SessionLog, Snapshot, StoredEvent, Write};
+pub use log::{
+    Appended, Committed, DELETE_SLICE, RedisLog, SessionLog, Snapshot, StoredEvent, Write,
+};
 #[cfg(feature = "rmcp")]
 pub use session_store::RedisSessionStore;
 pub use shared::RedisShared;

@@ -3,11 +3,11 @@
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use redis::aio::{ConnectionManager, ConnectionManagerConfig};
-use redis::{AsyncConnectionConfig, Client, Value};
+use redis::Value;
 use rmcp_resume_core::resumption::{LogView, StreamId, StreamLookup};
 
 use crate::config::{RedisLogConfig, millis};
+use crate::connection::{Backend, Connection};
 use crate::error::RedisLogError;
 use crate::keys::{SessionKeys, first_index, stream_field};
 use crate::lease::{INSTANCE_LOST_ERROR, Lease, LeaseOutcome};
@@ -20,8 +20,8 @@ pub struct RedisLog {
 }
 
 struct Inner {
-    client: Client,
-    conn: ConnectionManager,
+    backend: Backend,
+    conn: Connection,
     config: RedisLogConfig,
     scripts: Scripts,
 }
@@ -40,15 +40,37 @@ impl RedisLog {
     /// command made while Redis is away fails with
     /// [`RedisLogError::Redis`] after the response timeout.
     pub async fn connect(url: &str, config: RedisLogConfig) -> Result<Self, RedisLogError> {
-        let client = Client::open(url)?;
-        let manager = ConnectionManagerConfig::new()
-            .set_connection_timeout(Some(Duration::from_secs(2)))
-            .set_response_timeout(Some(Duration::from_secs(2)))
-            .set_number_of_retries(2);
-        let conn = client.get_connection_manager_with_config(manager).await?;
+        Self::on(Backend::single(url)?, config).await
+    }
+
+    /// Connects to the Redis Cluster that any of `nodes` belongs to (each
+    /// `redis://host:port` or `rediss://host:port`; one reachable node is
+    /// enough, the others are found from it).
+    ///
+    /// Each command or script goes to the primary of its session's slot
+    /// (every key of a session shares its hash tag), and follows the slot
+    /// when it moves or its primary fails over. A command made while the
+    /// slot has no reachable primary fails with [`RedisLogError::Redis`]
+    /// after the response timeout. Replication is asynchronous: a failover
+    /// may lose writes the old primary had acknowledged.
+    pub async fn connect_cluster<I>(nodes: I, config: RedisLogConfig) -> Result<Self, RedisLogError>
+    where
+        I: IntoIterator,
+        I::Item: AsRef<str>,
+    {
+        let nodes = nodes
+            .into_iter()
+            .map(|node| node.as_ref().trim().to_owned())
+            .filter(|node| !node.is_empty())
+            .collect();
+        Self::on(Backend::cluster(nodes)?, config).await
+    }
+
+    async fn on(backend: Backend, config: RedisLogConfig) -> Result<Self, RedisLogError> {
+        let conn = backend.shared().await?;
         Ok(Self {
             inner: Arc::new(Inner {
-                client,
+                backend,
                 conn,
                 config,
                 scripts: Scripts::new(),
@@ -71,27 +93,18 @@ impl RedisLog {
 
     /// A connection of its own, for blocking reads that must not hold up
     /// the shared one.
-    pub(crate) async fn blocking_connection(
-        &self,
-    ) -> Result<redis::aio::MultiplexedConnection, RedisLogError> {
-        let wait = self.inner.config.tail_poll + Duration::from_secs(2);
-        let config = AsyncConnectionConfig::new()
-            .set_connection_timeout(Some(Duration::from_secs(2)))
-            .set_response_timeout(Some(wait));
-        Ok(self
-            .inner
-            .client
-            .get_multiplexed_async_connection_with_config(&config)
-            .await?)
+    pub(crate) async fn blocking_connection(&self) -> Result<Connection, RedisLogError> {
+        let poll = self.inner.config.tail_poll;
+        Ok(self.inner.backend.blocking(poll).await?)
     }
 
-    fn conn(&self) -> ConnectionManager {
+    fn conn(&self) -> Connection {
         self.inner.conn.clone()
     }
 
     /// The shared connection, for commands of this crate's other parts.
     #[cfg_attr(not(feature = "rmcp"), allow(dead_code))]
-    pub(crate) fn connection(&self) -> ConnectionManager {
+    pub(crate) fn connection(&self) -> Connection {
         self.conn()
     }
 }
@@ -171,7 +184,40 @@ impl SessionLog {
     /// [`lease`](crate::lease) for the table. Only `create` starts a session
     /// Redis does not know: a takeover never brings a deleted one back.
     pub async fn acquire(&self, owner: &str, create: bool) -> Result<LeaseOutcome, RedisLogError> {
+        let mode = if create { Mode::Create } else { Mode::Take };
+        self.lease(owner, mode).await
+    }
+
+    /// Keeps `lease` for `owner`, its current holder: a lease that lapsed
+    /// (a pause, a Redis blip) is taken again at the same epoch when nobody
+    /// took the session since, and a session Redis lost is seeded again at
+    /// that epoch, with request stream numbers from `lowest_stream` on. An
+    /// owner never fences itself.
+    pub async fn renew(
+        &self,
+        owner: &str,
+        lease: Lease,
+        lowest_stream: u64,
+    ) -> Result<LeaseOutcome, RedisLogError> {
+        self.lease(owner, Mode::Renew(lease, lowest_stream)).await
+    }
+
+    /// Ends the open calls of a session whose owner's lease expired, without
+    /// taking the lease: for a reader that runs no worker of the session, so
+    /// that the next instance to get a request for it takes it at once.
+    /// [`LeaseOutcome::Acquired`] says it fenced; a live lease is left alone.
+    pub async fn fence(&self, owner: &str) -> Result<LeaseOutcome, RedisLogError> {
+        self.lease(owner, Mode::Fence).await
+    }
+
+    async fn lease(&self, owner: &str, mode: Mode) -> Result<LeaseOutcome, RedisLogError> {
         let config = &self.log.inner.config;
+        let (name, held, lowest) = match mode {
+            Mode::Create => ("create", 0, 0),
+            Mode::Take => ("take", 0, 0),
+            Mode::Renew(lease, lowest) => ("renew", lease.epoch, lowest),
+            Mode::Fence => ("fence", 0, 0),
+        };
         let reply: Vec<i64> = self
             .log
             .inner
@@ -184,7 +230,9 @@ impl SessionLog {
             .arg(millis(config.session_ttl))
             .arg(now_millis())
             .arg(INSTANCE_LOST_ERROR)
-            .arg(u8::from(create))
+            .arg(name)
+            .arg(held)
+            .arg(lowest)
             .invoke_async(&mut self.log.conn())
             .await?;
         let (code, epoch, extra) = triple(&reply)?;
@@ -196,6 +244,8 @@ impl SessionLog {
                 ended_streams: unsigned(extra)?,
             }),
             3 => Ok(LeaseOutcome::Unknown),
+            4 => Ok(LeaseOutcome::Deleted),
+            5 => Ok(LeaseOutcome::Seeded(Lease { epoch })),
             0 => Ok(LeaseOutcome::HeldBy {
                 epoch,
                 remaining: Duration::from_millis(unsigned(extra.max(0))?),
@@ -235,14 +285,15 @@ impl SessionLog {
             .arg(millis(self.log.inner.config.session_ttl))
             .invoke_async(&mut self.log.conn())
             .await?;
-        let (first, current) = pair(&reply)?;
-        if first < 0 {
-            return Err(RedisLogError::Fenced {
+        match pair(&reply)? {
+            (-4, _) => Err(RedisLogError::Deleted),
+            (-3, _) => Err(RedisLogError::Lost),
+            (-1, current) => Err(RedisLogError::Fenced {
                 held: lease.epoch,
                 current: unsigned(current)?,
-            });
+            }),
+            (first, _) => unsigned(first),
         }
-        unsigned(first)
     }
 
     /// Opens a request stream answering the JSON-RPC request whose id is
@@ -280,9 +331,12 @@ impl SessionLog {
             .filter(|_| finish)
             .map(|m| Write::Finish { stream: m });
         let writes: Vec<Write<'_>> = std::iter::once(append).chain(finish).collect();
-        let index = self
-            .commit(lease, &writes)
-            .await?
+        let committed = self.commit(lease, &writes).await?;
+        if committed.dropped > 0 {
+            return Err(RedisLogError::Finished);
+        }
+        let index = committed
+            .last
             .ok_or_else(|| RedisLogError::Reply("an append appended nothing".to_owned()))?;
         let floor = match self.read(stream, index, 1).await?.lookup {
             StreamLookup::Found(view) => view.floor,
@@ -291,13 +345,14 @@ impl SessionLog {
         Ok(Appended { index, floor })
     }
 
-    /// Commits `writes` in order, in one round trip, under `lease`. Returns
-    /// the index of the last event appended, if any.
+    /// Commits `writes` in order, in one round trip, under `lease`. An
+    /// append to an answered stream is dropped and counted, never fatal: a
+    /// message that lost the race with its call's answer has no reader.
     pub async fn commit(
         &self,
         lease: Lease,
         writes: &[Write<'_>],
-    ) -> Result<Option<u64>, RedisLogError> {
+    ) -> Result<Committed, RedisLogError> {
         let config = &self.log.inner.config;
         let script = &self.log.inner.scripts.commit;
         let mut invocation = script.key(self.keys.epoch());
@@ -333,14 +388,19 @@ impl SessionLog {
             }
         }
         let reply: Vec<i64> = invocation.invoke_async(&mut self.log.conn()).await?;
-        match pair(&reply)? {
-            (-1, current) => Err(RedisLogError::Fenced {
+        match reply.as_slice() {
+            [-4, ..] => Err(RedisLogError::Deleted),
+            [-3, ..] => Err(RedisLogError::Lost),
+            [-1, current, ..] => Err(RedisLogError::Fenced {
                 held: lease.epoch,
-                current: unsigned(current)?,
+                current: unsigned(*current)?,
             }),
-            (-2, _) => Err(RedisLogError::Finished),
-            (_, -1) => Ok(None),
-            (_, last) => Ok(Some(unsigned(last)?)),
+            [0, last, dropped, holes] => Ok(Committed {
+                last: (*last >= 0).then(|| unsigned(*last)).transpose()?,
+                dropped: unsigned(*dropped)?,
+                holes: unsigned(*holes)?,
+            }),
+            other => Err(RedisLogError::Reply(format!("commit answered {other:?}"))),
         }
     }
 
@@ -371,30 +431,73 @@ impl SessionLog {
     /// Whether Redis knows the session (it has had an owner and was not
     /// deleted or expired).
     pub async fn exists(&self) -> Result<bool, RedisLogError> {
-        let found: bool = redis::cmd("EXISTS")
+        let (found, gone): (bool, bool) = redis::pipe()
+            .cmd("EXISTS")
             .arg(self.keys.epoch())
+            .cmd("EXISTS")
+            .arg(self.keys.gone())
             .query_async(&mut self.log.conn())
             .await?;
-        Ok(found)
+        Ok(found && !gone)
     }
 
-    /// Forgets the session and every stream of it.
+    /// Forgets the session and every stream of it. The first round trip
+    /// leaves a tombstone that fences the owner, wherever it runs; the
+    /// streams then go [`DELETE_SLICE`] per round trip, so that a session
+    /// with many calls never blocks Redis.
     pub async fn delete(&self) -> Result<(), RedisLogError> {
-        let _streams: i64 = self
-            .log
-            .inner
-            .scripts
-            .delete
-            .key(self.keys.epoch())
-            .arg(self.keys.base())
-            .invoke_async(&mut self.log.conn())
-            .await?;
-        Ok(())
+        let ttl = millis(self.log.inner.config.session_ttl);
+        let mut from = 0_u64;
+        // Each slice moves `from` forward; the stream counter bounds them.
+        loop {
+            let next: i64 = self
+                .log
+                .inner
+                .scripts
+                .delete
+                .key(self.keys.epoch())
+                .arg(self.keys.base())
+                .arg(from)
+                .arg(DELETE_SLICE)
+                .arg(ttl)
+                .invoke_async(&mut self.log.conn())
+                .await?;
+            match u64::try_from(next) {
+                Ok(next) if next > from => from = next,
+                Ok(_) => return Err(RedisLogError::Reply(format!("delete stuck at {from}"))),
+                Err(_) => return Ok(()),
+            }
+        }
     }
 
     pub(crate) fn keys(&self) -> &SessionKeys {
         &self.keys
     }
+}
+
+/// Request streams one round trip of [`SessionLog::delete`] forgets.
+pub const DELETE_SLICE: u64 = 512;
+
+/// How [`SessionLog::lease`] asks for the lease.
+#[derive(Debug, Clone, Copy)]
+enum Mode {
+    Create,
+    Take,
+    Renew(Lease, u64),
+    Fence,
+}
+
+/// What one [`SessionLog::commit`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct Committed {
+    /// The index of the last event appended, if any.
+    pub last: Option<u64>,
+    /// Appends dropped because their stream was already answered.
+    pub dropped: u64,
+    /// Streams on which Redis had lost committed events: each one's floor
+    /// now starts at the first event committed after the loss.
+    pub holes: u64,
 }
 
 fn now_millis() -> u64 {

@@ -1,6 +1,8 @@
 //! The Redis log behind the core's [`SharedLog`] interface, for one
 //! instance.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use futures::StreamExt;
@@ -22,6 +24,7 @@ use crate::tail::TailError;
 pub struct RedisShared {
     log: RedisLog,
     owner: String,
+    dropped: Arc<AtomicU64>,
 }
 
 impl RedisShared {
@@ -31,6 +34,7 @@ impl RedisShared {
         Self {
             log,
             owner: owner.into(),
+            dropped: Arc::new(AtomicU64::new(0)),
         }
     }
 
@@ -52,12 +56,20 @@ impl RedisShared {
     pub fn log(&self) -> &RedisLog {
         &self.log
     }
+
+    /// Appends dropped so far because their stream had already been
+    /// answered (a message that lost the race with its call's answer).
+    pub fn dropped_late_appends(&self) -> u64 {
+        self.dropped.load(Ordering::Relaxed)
+    }
 }
 
 impl From<RedisLogError> for SharedLogError {
     fn from(error: RedisLogError) -> Self {
         match error {
             RedisLogError::Fenced { current, .. } => Self::Fenced { current },
+            RedisLogError::Deleted => Self::Gone,
+            RedisLogError::Lost => Self::Lost,
             other => Self::Backend(Box::new(other)),
         }
     }
@@ -70,6 +82,16 @@ impl From<TailError> for SharedLogError {
             TailError::SessionGone | TailError::StreamGone => Self::Gone,
             TailError::Log(log) => log.into(),
         }
+    }
+}
+
+fn ownership(outcome: LeaseOutcome) -> Ownership {
+    match outcome {
+        LeaseOutcome::Renewed(lease)
+        | LeaseOutcome::Acquired { lease, .. }
+        | LeaseOutcome::Seeded(lease) => Ownership::Owned { epoch: lease.epoch },
+        LeaseOutcome::HeldBy { .. } => Ownership::HeldElsewhere,
+        LeaseOutcome::Unknown | LeaseOutcome::Deleted => Ownership::Unknown,
     }
 }
 
@@ -100,13 +122,30 @@ impl SharedLog for RedisShared {
             {
                 tracing::info!(session_id = %session, epoch = lease.epoch, ended_streams, "took over a session");
             }
-            Ok(match outcome {
-                LeaseOutcome::Renewed(lease) | LeaseOutcome::Acquired { lease, .. } => {
-                    Ownership::Owned { epoch: lease.epoch }
+            Ok(ownership(outcome))
+        })
+    }
+
+    fn renew<'a>(
+        &'a self,
+        session: &'a str,
+        epoch: u64,
+        lowest_stream: u64,
+    ) -> BoxFuture<'a, Result<Ownership, SharedLogError>> {
+        Box::pin(async move {
+            let outcome = self
+                .log
+                .session(session)
+                .renew(&self.owner, Lease { epoch }, lowest_stream)
+                .await?;
+            match outcome {
+                LeaseOutcome::Seeded(_) => {
+                    tracing::warn!(session_id = %session, epoch, "redis had lost the session; seeded it again (each stream's floor starts after the loss)");
                 }
-                LeaseOutcome::HeldBy { .. } => Ownership::HeldElsewhere,
-                LeaseOutcome::Unknown => Ownership::Unknown,
-            })
+                LeaseOutcome::Deleted => return Err(SharedLogError::Gone),
+                _ => {}
+            }
+            Ok(ownership(outcome))
         })
     }
 
@@ -158,10 +197,18 @@ impl SharedLog for RedisShared {
                     MirrorOp::Finish { stream } => Write::Finish { stream: *stream },
                 })
                 .collect();
-            self.log
+            let committed = self
+                .log
                 .session(session)
                 .commit(Lease { epoch }, &writes)
                 .await?;
+            if committed.dropped > 0 {
+                self.dropped.fetch_add(committed.dropped, Ordering::Relaxed);
+                tracing::debug!(session_id = %session, dropped = committed.dropped, "appends behind their stream's answer dropped");
+            }
+            if committed.holes > 0 {
+                tracing::warn!(session_id = %session, streams = committed.holes, "redis had lost committed events; those streams now start at a new floor");
+            }
             Ok(())
         })
     }

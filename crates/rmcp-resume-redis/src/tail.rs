@@ -6,9 +6,9 @@ use std::collections::VecDeque;
 
 use futures::Stream;
 use redis::Value;
-use redis::aio::MultiplexedConnection;
 use rmcp_resume_core::resumption::{StreamId, StreamLookup};
 
+use crate::connection::Connection;
 use crate::error::RedisLogError;
 use crate::lease::LeaseOutcome;
 use crate::log::{SessionLog, StoredEvent};
@@ -42,7 +42,9 @@ struct Tail {
     next: u64,
     takeover: Option<String>,
     ready: VecDeque<StoredEvent>,
-    blocking: Option<MultiplexedConnection>,
+    blocking: Option<Connection>,
+    /// A hole found behind the events in `ready`: reported after them.
+    broken: Option<TailError>,
     done: bool,
 }
 
@@ -52,9 +54,10 @@ impl SessionLog {
     ///
     /// Each wait for a new event lasts at most the configured `tail_poll`.
     /// When a wait ends with nothing new and `takeover` names this
-    /// instance, the session's lease is tried: if its owner is gone, this
-    /// instance takes the session over, which ends the owner's open request
-    /// streams with the terminal error, and the tail reads that error next.
+    /// instance, the session's lease is looked at: if its owner is gone, the
+    /// session is fenced ([`SessionLog::fence`]), which ends the owner's open
+    /// request streams with the terminal error, and the tail reads that
+    /// error next. The tail never holds the lease.
     ///
     /// The stream ends with an error item when an event the reader needs was
     /// trimmed, or when the session or stream is gone: never with a silent
@@ -72,6 +75,7 @@ impl SessionLog {
             takeover,
             ready: VecDeque::new(),
             blocking: None,
+            broken: None,
             done: false,
         };
         futures::stream::unfold(state, |mut tail| async move {
@@ -88,6 +92,10 @@ impl Tail {
             if let Some(event) = self.ready.pop_front() {
                 self.next = event.index.saturating_add(1);
                 return Some(Ok(event));
+            }
+            if let Some(error) = self.broken.take() {
+                self.done = true;
+                return Some(Err(error));
             }
             if self.done {
                 return None;
@@ -119,23 +127,30 @@ impl Tail {
             StreamLookup::UnknownStream => return Err(TailError::StreamGone),
             StreamLookup::Found(view) => view,
         };
-        match snapshot.events.first() {
-            Some(first) if first.index != self.next => {
-                return Err(TailError::Evicted {
-                    from: self.next,
-                    floor: view.floor,
-                });
-            }
-            None if self.next < view.floor => {
-                return Err(TailError::Evicted {
-                    from: self.next,
-                    floor: view.floor,
-                });
-            }
-            _ => {}
+        // Every event, not only the first: a hole inside a batch (Redis lost
+        // data) ends the tail like a trim, never as a skip.
+        let mut events = snapshot.events;
+        let broken = events
+            .iter()
+            .zip(self.next..)
+            .position(|(event, expected)| event.index != expected);
+        if let Some(at) = broken {
+            let from = self.next.saturating_add(at as u64);
+            let floor = view.floor.max(events[at].index);
+            events.truncate(at);
+            // What came before the hole is sent; then the tail ends.
+            self.broken = Some(TailError::Evicted { from, floor });
+            self.ready.extend(events);
+            return Ok(true);
         }
-        let found = !snapshot.events.is_empty();
-        self.ready.extend(snapshot.events);
+        if events.is_empty() && self.next < view.floor {
+            return Err(TailError::Evicted {
+                from: self.next,
+                floor: view.floor,
+            });
+        }
+        let found = !events.is_empty();
+        self.ready.extend(events);
         if !found && view.finished && self.next >= view.head {
             self.done = true;
         }
@@ -170,14 +185,15 @@ impl Tail {
         if grown != Value::Nil {
             return Ok(());
         }
+        // A reader runs no worker: it ends a dead owner's calls, so that its
+        // client learns their fate, but never keeps the lease.
         if let Some(owner) = &self.takeover
-            && let LeaseOutcome::Acquired { ended_streams, .. } =
-                self.log.acquire(owner, false).await?
+            && let LeaseOutcome::Acquired { ended_streams, .. } = self.log.fence(owner).await?
         {
             tracing::info!(
                 stream = ?self.stream,
                 ended_streams,
-                "took over a session whose owner's lease expired"
+                "fenced a session whose owner's lease expired"
             );
         }
         Ok(())

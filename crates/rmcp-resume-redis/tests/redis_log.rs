@@ -8,40 +8,11 @@ use rmcp_resume_core::log::Window;
 use rmcp_resume_core::resumption::{
     LogView, ResumeAnswer, RmcpEventId, StreamId, StreamLookup, plan,
 };
-use rmcp_resume_redis::{
-    INSTANCE_LOST_ERROR, LeaseOutcome, RedisLog, RedisLogConfig, RedisLogError, TailError,
-};
+use rmcp_resume_redis::{INSTANCE_LOST_ERROR, LeaseOutcome, RedisLog, RedisLogError, TailError};
 use rmcp_resume_testkit::redis::RedisServer;
 
-const LIMIT: Duration = Duration::from_secs(20);
-
-async fn connect(server: &RedisServer, config: RedisLogConfig) -> RedisLog {
-    RedisLog::connect(&server.url(), config)
-        .await
-        .expect("connect")
-}
-
-fn config() -> RedisLogConfig {
-    let mut config = RedisLogConfig::with_prefix("t");
-    config.tail_poll = Duration::from_millis(100);
-    config
-}
-
-async fn owned(log: &RedisLog, session: &str, owner: &str) -> rmcp_resume_redis::Lease {
-    log.session(session)
-        .acquire(owner, true)
-        .await
-        .expect("acquire")
-        .lease()
-        .expect("the lease is free")
-}
-
-fn view(lookup: StreamLookup) -> LogView {
-    match lookup {
-        StreamLookup::Found(view) => view,
-        other => panic!("stream not found: {other:?}"),
-    }
-}
+mod common;
+use common::{LIMIT, config, connect, expire_lease, owned, view};
 
 #[tokio::test]
 async fn events_get_contiguous_indices_and_read_strictly_after_a_cursor() {
@@ -402,20 +373,6 @@ async fn with_redis_killed_every_operation_fails_clearly_and_in_time() {
         "{:?}",
         started.elapsed()
     );
-}
-
-/// Removes a lease as its expiry would, without waiting for it.
-async fn expire_lease(server: &RedisServer, key: &str) {
-    let client = redis::Client::open(server.url()).expect("client");
-    let mut conn = client
-        .get_multiplexed_async_connection()
-        .await
-        .expect("conn");
-    let _: i64 = redis::cmd("DEL")
-        .arg(key)
-        .query_async(&mut conn)
-        .await
-        .expect("DEL");
 }
 
 #[tokio::test]

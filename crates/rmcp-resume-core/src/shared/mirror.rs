@@ -4,13 +4,28 @@
 //!
 //! The worker never waits for the shared log: it hands each write to the
 //! task and carries on. A reader waits at its stream's [`Gate`] until the
-//! task has committed the event. If the session is taken over (fenced), or
-//! the shared log stays unreachable past the retries, the task closes every
-//! gate and cancels [`Mirror::lost`]: the worker stops, and readers end
-//! without sending anything that was not committed.
+//! task has committed the event. If the session is taken over (fenced) or
+//! deleted, or the shared log stays unreachable past
+//! [`SharedLog::outage_limit`], the task closes every gate and cancels
+//! [`Mirror::lost`]: the worker stops, and readers end without sending
+//! anything that was not committed.
+//!
+//! | The shared log says | The task |
+//! |---|---|
+//! | committed | opens the batch's gates |
+//! | unreachable, timed out | retries the batch, pausing 50 ms doubling to 1 s, until the outage limit |
+//! | lost the session ([`SharedLogError::Lost`]) | seeds it again ([`SharedLog::renew`]) and retries: each stream's floor then starts after the loss |
+//! | fenced, deleted | stops: the session is lost here |
+//! | renewal: owned at this epoch | carries on (a lapsed lease is taken again) |
+//! | renewal: anything else | stops |
+//!
+//! An answer and its stream's `Finish` travel as one write, so no batch
+//! boundary falls between them: a takeover never adds an error to a call
+//! whose answer Redis already holds.
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use super::{Gate, MirrorOp, Ownership, SharedLog, SharedLogError};
@@ -24,8 +39,8 @@ type SessionId = Arc<str>;
 
 /// Writes one batch holds at most.
 const BATCH: usize = 256;
-/// Tries of one batch before the session is given up on this instance.
-const TRIES: u32 = 4;
+/// The longest pause between two tries of a batch.
+const MAX_PAUSE: Duration = Duration::from_secs(1);
 /// Request stream numbers reserved at once.
 pub const RESERVE: u64 = 64;
 
@@ -33,6 +48,9 @@ pub const RESERVE: u64 = 64;
 #[derive(Debug)]
 struct Pending {
     op: MirrorOp,
+    /// The request stream this write answers: its `Finish` goes in the same
+    /// batch.
+    finish: Option<u64>,
     gate: Option<(Gate, u64)>,
 }
 
@@ -45,7 +63,9 @@ pub struct Mirror {
     lost: CancellationToken,
     /// Reserved request stream numbers not yet used: `next..end`.
     next: u64,
-    end: u64,
+    /// Shared with the task: a session the backend lost is seeded again
+    /// with numbers from here on.
+    end: Arc<AtomicU64>,
 }
 
 impl std::fmt::Debug for Mirror {
@@ -72,13 +92,14 @@ impl Mirror {
         let first = shared.reserve_streams(&session, epoch, RESERVE).await?;
         let (writes, rx) = mpsc::unbounded_channel();
         let lost = CancellationToken::new();
-        tokio::spawn(run(
-            shared.clone(),
-            session.clone(),
+        let end = Arc::new(AtomicU64::new(first.saturating_add(RESERVE)));
+        let task = Task {
+            shared: shared.clone(),
+            session: session.clone(),
             epoch,
-            rx,
-            lost.clone(),
-        ));
+            end: end.clone(),
+        };
+        tokio::spawn(task.run(rx, lost.clone()));
         Ok(Ok(Self {
             shared,
             session,
@@ -86,7 +107,7 @@ impl Mirror {
             writes,
             lost,
             next: first,
-            end: first.saturating_add(RESERVE),
+            end,
         }))
     }
 
@@ -98,35 +119,73 @@ impl Mirror {
     /// The next request stream number, reserving more when the block is
     /// used up (one round trip per [`RESERVE`] streams).
     pub async fn next_stream(&mut self) -> Result<u64, SharedLogError> {
-        if self.next >= self.end {
-            let first = self
-                .shared
-                .reserve_streams(&self.session, self.epoch, RESERVE)
-                .await?;
+        if self.next >= self.end.load(Ordering::Acquire) {
+            let reserved = match self.reserve().await {
+                // Redis lost the session: seed it again above every number
+                // this owner used, then reserve.
+                Err(SharedLogError::Lost) => {
+                    let lowest = self.end.load(Ordering::Acquire);
+                    match self.shared.renew(&self.session, self.epoch, lowest).await? {
+                        Ownership::Owned { epoch } if epoch == self.epoch => self.reserve().await,
+                        _ => Err(SharedLogError::Fenced { current: 0 }),
+                    }
+                }
+                other => other,
+            };
+            let first = reserved?;
             self.next = first;
-            self.end = first.saturating_add(RESERVE);
+            self.end
+                .fetch_max(first.saturating_add(RESERVE), Ordering::AcqRel);
         }
         let m = self.next;
         self.next = m.saturating_add(1);
         Ok(m)
     }
 
+    async fn reserve(&self) -> Result<u64, SharedLogError> {
+        self.shared
+            .reserve_streams(&self.session, self.epoch, RESERVE)
+            .await
+    }
+
     /// Queues event `index` of `stream`; `gate` opens past it once it is
     /// committed.
     pub fn append(&self, stream: StreamId, index: u64, data: Option<String>, gate: &Gate) {
+        self.append_then(stream, index, data, gate, None);
+    }
+
+    /// Queues event `index` of request stream `m`, its answer, with the
+    /// stream's `Finish` in the same batch.
+    pub fn answer(&self, m: u64, index: u64, data: Option<String>, gate: &Gate) {
+        self.append_then(StreamId::Request(m), index, data, gate, Some(m));
+    }
+
+    fn append_then(
+        &self,
+        stream: StreamId,
+        index: u64,
+        data: Option<String>,
+        gate: &Gate,
+        finish: Option<u64>,
+    ) {
         self.send(Pending {
             op: MirrorOp::Append {
                 stream,
                 index,
                 data,
             },
+            finish,
             gate: Some((gate.clone(), index.saturating_add(1))),
         });
     }
 
     /// Queues a write that opens no gate.
     pub fn write(&self, op: MirrorOp) {
-        self.send(Pending { op, gate: None });
+        self.send(Pending {
+            op,
+            finish: None,
+            gate: None,
+        });
     }
 
     fn send(&self, pending: Pending) {
@@ -153,99 +212,132 @@ impl Drop for Mirror {
     }
 }
 
-/// The mirror task: commits writes in order, in batches, and renews the
-/// lease.
-async fn run(
+/// The mirror task's state.
+struct Task {
     shared: Arc<dyn SharedLog>,
     session: SessionId,
     epoch: u64,
-    mut writes: mpsc::UnboundedReceiver<Pending>,
-    lost: CancellationToken,
-) {
-    let mut gates: HashMap<StreamId, Gate> = HashMap::new();
-    let mut renew = tokio::time::interval(shared.renew_every().max(Duration::from_millis(10)));
-    renew.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let outcome = loop {
-        let first = tokio::select! {
-            write = writes.recv() => match write {
-                Some(write) => write,
-                None => break Ok(()),
-            },
-            _ = renew.tick() => {
-                match shared.acquire(&session, false).await {
-                    Ok(Ownership::Owned { epoch: held }) if held == epoch => continue,
-                    Ok(_) => break Err(SharedLogError::Fenced { current: 0 }),
-                    // Redis away for a moment: the commits will tell.
-                    Err(error) => {
-                        tracing::debug!(session_id = %session, %error, "lease renewal failed");
-                        continue;
+    end: Arc<AtomicU64>,
+}
+
+impl Task {
+    /// Commits writes in order, in batches, and renews the lease.
+    async fn run(self, mut writes: mpsc::UnboundedReceiver<Pending>, lost: CancellationToken) {
+        let mut gates: HashMap<StreamId, Gate> = HashMap::new();
+        let every = self.shared.renew_every().max(Duration::from_millis(10));
+        let mut renew = tokio::time::interval(every);
+        renew.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let outcome = loop {
+            let first = tokio::select! {
+                write = writes.recv() => match write {
+                    Some(write) => write,
+                    None => break Ok(()),
+                },
+                _ = renew.tick() => match self.renew().await {
+                    Ok(()) => continue,
+                    Err(error) => break Err(error),
+                },
+            };
+            let mut batch = vec![first];
+            while batch.len() < BATCH {
+                match writes.try_recv() {
+                    Ok(write) => batch.push(write),
+                    Err(_) => break,
+                }
+            }
+            if let Err(error) = self.commit(&batch).await {
+                for (gate, _) in batch.iter().filter_map(|p| p.gate.as_ref()) {
+                    gate.close();
+                }
+                break Err(error);
+            }
+            for pending in batch {
+                if let Some((gate, mark)) = pending.gate {
+                    gate.raise(mark);
+                    if let MirrorOp::Append { stream, .. } = pending.op {
+                        gates.entry(stream).or_insert(gate);
                     }
+                }
+                let finished = match pending.op {
+                    MirrorOp::Finish { stream } => Some(stream),
+                    _ => pending.finish,
+                };
+                if let Some(m) = finished {
+                    gates.remove(&StreamId::Request(m));
                 }
             }
         };
-        let mut batch = vec![first];
-        while batch.len() < BATCH {
-            match writes.try_recv() {
-                Ok(write) => batch.push(write),
-                Err(_) => break,
-            }
-        }
-        if let Err(error) = commit(&*shared, &session, epoch, &batch).await {
-            for (gate, _) in batch.iter().filter_map(|p| p.gate.as_ref()) {
+        if let Err(error) = outcome {
+            tracing::info!(session_id = %self.session, %error, "this instance no longer writes the session");
+            lost.cancel();
+            for gate in gates.values() {
                 gate.close();
             }
-            break Err(error);
-        }
-        for pending in batch {
-            if let Some((gate, mark)) = pending.gate {
-                gate.raise(mark);
-                if let MirrorOp::Append { stream, .. } = pending.op {
-                    gates.entry(stream).or_insert(gate);
+            // Writes still queued carry gates not seen yet.
+            writes.close();
+            while let Ok(pending) = writes.try_recv() {
+                if let Some((gate, _)) = pending.gate {
+                    gate.close();
                 }
-            }
-            if let MirrorOp::Finish { stream } = pending.op {
-                gates.remove(&StreamId::Request(stream));
-            }
-        }
-    };
-    if let Err(error) = outcome {
-        tracing::info!(session_id = %session, %error, "this instance no longer writes the session");
-        lost.cancel();
-        for gate in gates.values() {
-            gate.close();
-        }
-        // Writes still queued carry gates not seen yet.
-        writes.close();
-        while let Ok(pending) = writes.try_recv() {
-            if let Some((gate, _)) = pending.gate {
-                gate.close();
             }
         }
     }
-}
 
-/// Commits one batch, retrying a failing backend with a growing pause; a
-/// fenced instance stops at once.
-async fn commit(
-    shared: &dyn SharedLog,
-    session: &str,
-    epoch: u64,
-    batch: &[Pending],
-) -> Result<(), SharedLogError> {
-    let ops: Vec<MirrorOp> = batch.iter().map(|p| p.op.clone()).collect();
-    let mut pause = Duration::from_millis(50);
-    let mut tries = 0;
-    loop {
-        tries += 1;
-        match shared.commit(session, epoch, ops.clone()).await {
-            Ok(()) => return Ok(()),
-            Err(error @ SharedLogError::Fenced { .. }) => return Err(error),
-            Err(error) if tries >= TRIES => return Err(error),
+    /// Keeps the lease: `Err` when this instance may no longer write.
+    async fn renew(&self) -> Result<(), SharedLogError> {
+        let lowest = self.end.load(Ordering::Acquire);
+        match self.shared.renew(&self.session, self.epoch, lowest).await {
+            Ok(Ownership::Owned { epoch }) if epoch == self.epoch => Ok(()),
+            Ok(Ownership::Owned { epoch: current }) => Err(SharedLogError::Fenced { current }),
+            Ok(_) => Err(SharedLogError::Fenced { current: 0 }),
+            Err(error @ (SharedLogError::Fenced { .. } | SharedLogError::Gone)) => Err(error),
+            // The backend away for a moment: the commits will tell.
             Err(error) => {
-                tracing::debug!(session_id = %session, %error, tries, "commit failed; retrying");
-                tokio::time::sleep(pause).await;
-                pause *= 2;
+                tracing::debug!(session_id = %self.session, %error, "lease renewal failed");
+                Ok(())
             }
+        }
+    }
+
+    /// Commits one batch, retrying while the backend is away, for at most
+    /// the outage limit; a fenced or deleted session stops at once.
+    async fn commit(&self, batch: &[Pending]) -> Result<(), SharedLogError> {
+        let mut ops: Vec<MirrorOp> = Vec::with_capacity(batch.len());
+        for pending in batch {
+            ops.push(pending.op.clone());
+            if let Some(stream) = pending.finish {
+                ops.push(MirrorOp::Finish { stream });
+            }
+        }
+        let deadline = tokio::time::Instant::now() + self.shared.outage_limit();
+        let mut pause = Duration::from_millis(50);
+        let mut tries: u32 = 0;
+        loop {
+            tries = tries.saturating_add(1);
+            let error = match self
+                .shared
+                .commit(&self.session, self.epoch, ops.clone())
+                .await
+            {
+                Ok(()) => return Ok(()),
+                Err(error @ (SharedLogError::Fenced { .. } | SharedLogError::Gone)) => {
+                    return Err(error);
+                }
+                Err(SharedLogError::Lost) => {
+                    tracing::info!(session_id = %self.session, epoch = self.epoch, "the shared log lost the session; seeding it again");
+                    match self.renew().await {
+                        Ok(()) => SharedLogError::Lost,
+                        Err(error) => return Err(error),
+                    }
+                }
+                Err(error) => error,
+            };
+            if tokio::time::Instant::now() + pause > deadline {
+                return Err(error);
+            }
+            tracing::debug!(session_id = %self.session, %error, tries, "commit failed; retrying");
+            tokio::time::sleep(pause).await;
+            pause = (pause * 2).min(MAX_PAUSE);
         }
     }
 }

@@ -6,24 +6,32 @@
 --   'a', stream, index ('*': the stream's head), data   append an event
 --   'o', stream, request id (JSON), ''                  a call is open
 --   'f', stream, '', ''                                 the call is answered
--- Returns {-1, current epoch} when fenced, {-2, stream} when appending to an
--- answered stream, else {0, index of the last append (or -1)}.
+-- Returns {-4, 0, 0, 0} when the session was deleted, {-3, 0, 0, 0} when
+-- Redis no longer knows it (lost data: the owner seeds it again),
+-- {-1, current epoch, 0, 0} when fenced, else {0, index of the last append
+-- (or -1), appends dropped because their stream was answered, holes found}.
 local base = ARGV[1]
+if redis.call('EXISTS', base .. 'gone') == 1 then
+  return {-4, 0, 0, 0}
+end
 local current = tonumber(redis.call('GET', KEYS[1]) or '0')
+if current == 0 then
+  return {-3, 0, 0, 0}
+end
 if current ~= tonumber(ARGV[2]) then
-  return {-1, current}
+  return {-1, current, 0, 0}
 end
 local now, keep, max = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
 local retention, max_bytes, ttl = tonumber(ARGV[6]), tonumber(ARGV[7]), ARGV[8]
 local open = base .. 'open'
-local last = -1
+local last, dropped, holes = -1, 0, 0
 
 local function first_index(stream)
   if stream == 's' then return 1 end
   return 0
 end
 
-local function trim(meta, key, head, floor, bytes)
+local function trim(key, head, floor, bytes)
   -- Oldest first while the window says so; the newest event always stays,
   -- and one append evicts a bounded number.
   local budget = 256
@@ -50,39 +58,46 @@ local function append(stream, at, data)
   local meta, key = base .. 'm:' .. stream, base .. 'x:' .. stream
   local fields = redis.call('HMGET', meta, 'head', 'floor', 'bytes', 'finished')
   if fields[4] == '1' then
-    return false
+    -- A late write behind its stream's answer: nobody can read it.
+    dropped = dropped + 1
+    return
   end
   local head = tonumber(fields[1] or first_index(stream))
   local floor = tonumber(fields[2] or first_index(stream))
+  local bytes = tonumber(fields[3] or '0')
   local index = head
   if at ~= '*' then
     index = tonumber(at)
     if index < head then
       -- Committed by an earlier try of this batch.
-      return true
+      return
     end
-    if fields[1] == nil then
-      floor = index
+    if index > head or fields[1] == nil then
+      -- Redis lost events this owner committed (a restart without
+      -- persistence, a failover to a lagging replica): what it still holds
+      -- of the stream goes, and the floor says where the events start again.
+      if index > floor and (fields[1] ~= nil or index > first_index(stream)) then
+        holes = holes + 1
+      end
+      redis.call('DEL', key)
+      floor, bytes = index, 0
     end
   end
   local weight = string.len(data) + 32
   redis.call('XADD', key, index .. '-1', 'd', data, 't', now, 'w', weight)
-  local bytes = tonumber(fields[3] or '0') + weight
+  bytes = bytes + weight
   head = index + 1
-  floor, bytes = trim(meta, key, head, floor, bytes)
+  floor, bytes = trim(key, head, floor, bytes)
   redis.call('HSET', meta, 'head', head, 'floor', floor, 'bytes', bytes)
   redis.call('PEXPIRE', meta, ttl)
   redis.call('PEXPIRE', key, ttl)
   last = index
-  return true
 end
 
 for i = 9, #ARGV, 4 do
   local kind, stream = ARGV[i], ARGV[i + 1]
   if kind == 'a' then
-    if not append(stream, ARGV[i + 2], ARGV[i + 3]) then
-      return {-2, tonumber(stream) or -1}
-    end
+    append(stream, ARGV[i + 2], ARGV[i + 3])
   elseif kind == 'o' then
     local meta = base .. 'm:' .. stream
     if redis.call('HGET', meta, 'finished') ~= '1' then
@@ -102,4 +117,4 @@ for i = 9, #ARGV, 4 do
   end
 end
 redis.call('PEXPIRE', KEYS[1], ttl)
-return {0, last}
+return {0, last, dropped, holes}

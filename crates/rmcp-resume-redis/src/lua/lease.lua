@@ -1,28 +1,85 @@
--- Acquires or renews a session's ownership lease.
--- A free lease (never taken, or expired) is taken with a new epoch, which
--- fences every earlier owner; each request stream the earlier owner left
--- open then ends with a terminal JSON-RPC error, so its caller fails fast.
+-- Takes, renews or fences a session's ownership lease.
 -- KEYS[1] the session's epoch key (it names the slot)
 -- ARGV: base, owner, lease (ms), session ttl (ms), now (ms), error JSON tail,
---       create (1: a new session may be started)
--- Returns {1, epoch, 0} renewed, {0, epoch, ttl left} held by another,
--- {2, epoch, streams ended} taken, {3, 0, 0} unknown session (create 0).
-local base, owner, ttl = ARGV[1], ARGV[2], ARGV[4]
+--       mode, held epoch, lowest next stream number
+-- Modes:
+--   'create' take a free lease, starting the session if Redis lacks it
+--   'take'   take a free lease of a session Redis knows
+--   'renew'  keep the lease of `held epoch`: a lapsed one is re-taken at the
+--            same epoch when nobody took it since, and a session Redis lost
+--            (a restart, a failover to a lagging replica) is seeded again at
+--            that epoch, so an owner never fences itself
+--   'fence'  end a dead owner's calls without holding the lease (a reader
+--            that serves no worker must never keep a session)
+-- A new epoch fences every earlier owner; each request stream the earlier
+-- owner left open then ends with a terminal JSON-RPC error.
+-- Returns {1, epoch, 0} held by this owner, {0, epoch, ttl left} held by
+-- another (or taken over since `held epoch`), {2, epoch, streams ended}
+-- taken or fenced, {3, 0, 0} unknown, {4, 0, 0} deleted,
+-- {5, epoch, 0} seeded again after Redis lost it.
+local base, owner, ttl, mode = ARGV[1], ARGV[2], ARGV[4], ARGV[7]
 local lease = base .. 'lease'
-local holder = redis.call('HGET', lease, 'owner')
-if holder == owner then
+
+local function refresh()
+  -- Activity keeps every session-wide key, and each open call's, alive.
+  for _, key in ipairs({KEYS[1], base .. 'state', base .. 'next', base .. 'open',
+      base .. 'm:s', base .. 'x:s'}) do
+    redis.call('PEXPIRE', key, ttl)
+  end
+  local open = redis.call('HKEYS', base .. 'open')
+  for _, stream in ipairs(open) do
+    redis.call('PEXPIRE', base .. 'm:' .. stream, ttl)
+    redis.call('PEXPIRE', base .. 'x:' .. stream, ttl)
+  end
+end
+
+local function hold(epoch)
+  redis.call('HSET', lease, 'owner', owner, 'epoch', epoch)
   redis.call('PEXPIRE', lease, ARGV[3])
-  return {1, tonumber(redis.call('GET', KEYS[1]) or '0'), 0}
+end
+
+if redis.call('EXISTS', base .. 'gone') == 1 then
+  return {4, 0, 0}
+end
+local current = tonumber(redis.call('GET', KEYS[1]) or '0')
+local holder = redis.call('HGET', lease, 'owner')
+if mode ~= 'fence' and holder == owner then
+  redis.call('PEXPIRE', lease, ARGV[3])
+  refresh()
+  return {1, current, 0}
 end
 if holder then
-  return {0, tonumber(redis.call('GET', KEYS[1]) or '0'), redis.call('PTTL', lease)}
+  return {0, current, redis.call('PTTL', lease)}
 end
-if ARGV[7] ~= '1' and redis.call('EXISTS', KEYS[1]) == 0 then
+if mode == 'renew' then
+  local held = tonumber(ARGV[8])
+  if current > held then
+    return {0, current, 0}
+  end
+  if current == held then
+    hold(held)
+    refresh()
+    return {1, held, 0}
+  end
+  -- Redis holds less than this owner wrote: the session is seeded again,
+  -- and each stream's next append sets its floor above the lost events.
+  redis.call('SET', KEYS[1], held, 'PX', ttl)
+  local next = tonumber(redis.call('GET', base .. 'next') or '0')
+  local lowest = tonumber(ARGV[9])
+  if next < lowest then
+    redis.call('SET', base .. 'next', lowest, 'PX', ttl)
+  end
+  hold(held)
+  refresh()
+  return {5, held, 0}
+end
+if mode ~= 'create' and current == 0 then
   return {3, 0, 0}
 end
 local epoch = redis.call('INCR', KEYS[1])
-redis.call('HSET', lease, 'owner', owner, 'epoch', epoch)
-redis.call('PEXPIRE', lease, ARGV[3])
+if mode ~= 'fence' then
+  hold(epoch)
+end
 redis.call('PEXPIRE', KEYS[1], ttl)
 local open = redis.call('HGETALL', base .. 'open')
 local ended = 0

@@ -2,10 +2,10 @@
 -- finished, and up to `count` events from `from` on.
 -- KEYS[1] the session's epoch key (it names the slot)
 -- ARGV: base, stream, first index, from, count
--- Returns {0} when the session is unknown, {1} when the request stream is,
+-- Returns {0} when the session is unknown or deleted, {1} when the request stream is,
 -- else {2, floor, head, finished, index, data, index, data, ...}.
 local base, stream = ARGV[1], ARGV[2]
-if redis.call('EXISTS', KEYS[1]) == 0 then
+if redis.call('EXISTS', KEYS[1]) == 0 or redis.call('EXISTS', base .. 'gone') == 1 then
   return {0}
 end
 local meta = base .. 'm:' .. stream

@@ -2,8 +2,15 @@
 -- instance and every life of it. Fenced by the lease epoch.
 -- KEYS[1] the session's epoch key (it names the slot)
 -- ARGV: base, epoch, count, session ttl (ms)
--- Returns {-1, current epoch} when fenced, else {first number, epoch}.
+-- Returns {-4, 0} deleted, {-3, 0} unknown to Redis (lost data),
+-- {-1, current epoch} when fenced, else {first number, epoch}.
+if redis.call('EXISTS', ARGV[1] .. 'gone') == 1 then
+  return {-4, 0}
+end
 local current = tonumber(redis.call('GET', KEYS[1]) or '0')
+if current == 0 then
+  return {-3, 0}
+end
 if current ~= tonumber(ARGV[2]) then
   return {-1, current}
 end

@@ -188,10 +188,19 @@ impl<S: crate::ServerHandler + Send + 'static, M: SessionManager> StreamableHttp
                 );
             }
         };
-        match local.plan_resume(session, id).await {
-            Ok(resumption) => self.answer(session, resumption),
-            Err(error) => self.rejected(session, &raw, &error.to_string(), None),
+        let resumption = match local.plan_resume(session, id).await {
+            Ok(resumption) => resumption,
+            Err(error) => return self.rejected(session, &raw, &error.to_string(), None),
+        };
+        // An owner that took the session over (a restore) holds only what it
+        // wrote itself; the earlier owner's events are in the shared log,
+        // which also follows everything this owner commits from now on.
+        if let (ResumeAnswer::UnknownStream | ResumeAnswer::BelowFloor { .. }, Some(shared)) =
+            (&resumption.answer, local.shared_log())
+        {
+            return self.shared_get(shared, session, Some(cursor)).await;
         }
+        self.answer(session, resumption)
     }
 
     /// The HTTP answer, counter and log line for a planned resume: one

@@ -30,10 +30,17 @@ fn remote_events(
     let session_id = session.clone();
     let mut tail = shared.tail(session, stream, from);
     // A backend's tail need not be `Sync`, which rmcp's event stream must
-    // be: a task drives it into a channel, and ends when the reader goes.
+    // be: a task drives it into a channel. The task ends as soon as the
+    // reader goes, even on a quiet stream, and drops the tail (and its
+    // backend connection) with it.
     let (tx, rx) = tokio::sync::mpsc::channel(64);
     tokio::spawn(async move {
-        while let Some(item) = tail.next().await {
+        loop {
+            let item = tokio::select! {
+                item = tail.next() => item,
+                () = tx.closed() => break,
+            };
+            let Some(item) = item else { break };
             if tx.send(item).await.is_err() {
                 break;
             }

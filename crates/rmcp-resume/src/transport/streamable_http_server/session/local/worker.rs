@@ -174,6 +174,17 @@ impl LocalSessionWorker {
         }
     }
 
+    /// Hands request `m`'s answer to the shared log with the stream's end,
+    /// in one write: no takeover can come between them.
+    fn mirror_answer(&mut self, m: HttpRequestId, index: u64, data: Option<String>) {
+        if self.mirror.is_none() {
+            return;
+        }
+        if let (Some(gate), Some(mirror)) = (self.gate(StreamId::Request(m)), &self.mirror) {
+            mirror.answer(m, index, data, &gate);
+        }
+    }
+
     /// Appends one of the server's own control frames (a priming `retry`),
     /// which never waits for room.
     async fn append(
@@ -303,12 +314,19 @@ impl LocalSessionWorker {
                 completed,
                 ticket,
             } => {
-                self.mirror(stream, index, ticket.data);
+                let answered = match (completed, stream) {
+                    (true, StreamId::Request(m)) => Some(m),
+                    _ => None,
+                };
+                match answered {
+                    Some(m) => self.mirror_answer(m, index, ticket.data),
+                    None => self.mirror(stream, index, ticket.data),
+                }
                 if ticket.responder.send(Ok(())).is_err() {
                     tracing::debug!(session_id = %self.id, ?stream, "handler stopped waiting for a send result");
                 }
-                if let (true, StreamId::Request(m)) = (completed, stream) {
-                    self.completed(m);
+                if let Some(m) = answered {
+                    self.forget_routes(m);
                 }
             }
             Admission::Gone { stream, ticket } => {
@@ -326,12 +344,16 @@ impl LocalSessionWorker {
         }
     }
 
-    /// Request `m` was just answered (or cancelled): the shared log hears,
-    /// and its routes go.
+    /// Request `m` was cancelled: the shared log hears, and its routes go.
     fn completed(&mut self, m: HttpRequestId) {
         if let Some(mirror) = &self.mirror {
             mirror.write(MirrorOp::Finish { stream: m });
         }
+        self.forget_routes(m);
+    }
+
+    /// Request `m` is over: its routes go.
+    fn forget_routes(&mut self, m: HttpRequestId) {
         if let Some(extra) = self.session.extra_mut(m) {
             let routes = std::mem::take(&mut extra.routes);
             self.routes.remove(routes);

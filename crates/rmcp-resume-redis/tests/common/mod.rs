@@ -1,0 +1,61 @@
+//! Helpers shared by this crate's Redis tests.
+#![allow(dead_code)]
+
+use std::time::Duration;
+
+use rmcp_resume_core::resumption::{LogView, StreamLookup};
+use rmcp_resume_redis::{RedisLog, RedisLogConfig};
+use rmcp_resume_testkit::redis::RedisServer;
+
+pub const LIMIT: Duration = Duration::from_secs(20);
+
+pub async fn connect(server: &RedisServer, config: RedisLogConfig) -> RedisLog {
+    RedisLog::connect(&server.url(), config)
+        .await
+        .expect("connect")
+}
+
+pub fn config() -> RedisLogConfig {
+    let mut config = RedisLogConfig::with_prefix("t");
+    config.tail_poll = Duration::from_millis(100);
+    config
+}
+
+pub async fn owned(log: &RedisLog, session: &str, owner: &str) -> rmcp_resume_redis::Lease {
+    log.session(session)
+        .acquire(owner, true)
+        .await
+        .expect("acquire")
+        .lease()
+        .expect("the lease is free")
+}
+
+pub fn view(lookup: StreamLookup) -> LogView {
+    match lookup {
+        StreamLookup::Found(view) => view,
+        other => panic!("stream not found: {other:?}"),
+    }
+}
+
+/// Removes a lease as its expiry would, without waiting for it.
+pub async fn expire_lease(server: &RedisServer, key: &str) {
+    let client = redis::Client::open(server.url()).expect("client");
+    let mut conn = client
+        .get_multiplexed_async_connection()
+        .await
+        .expect("conn");
+    let _: i64 = redis::cmd("DEL")
+        .arg(key)
+        .query_async(&mut conn)
+        .await
+        .expect("DEL");
+}
+
+/// A plain connection, for looking at (and breaking) what the log wrote.
+pub async fn raw(server: &RedisServer) -> redis::aio::MultiplexedConnection {
+    redis::Client::open(server.url())
+        .expect("client")
+        .get_multiplexed_async_connection()
+        .await
+        .expect("conn")
+}
