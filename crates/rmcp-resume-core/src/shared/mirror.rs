@@ -98,6 +98,7 @@ impl Mirror {
             session: session.clone(),
             epoch,
             end: end.clone(),
+            open: HashMap::new(),
         };
         tokio::spawn(task.run(rx, lost.clone()));
         Ok(Ok(Self {
@@ -218,14 +219,19 @@ struct Task {
     session: SessionId,
     epoch: u64,
     end: Arc<AtomicU64>,
+    /// Committed calls not answered yet, with their request ids: a session
+    /// the backend lost gets them again, so that a later takeover still
+    /// ends them with an error instead of leaving their readers waiting.
+    open: HashMap<u64, String>,
 }
 
 impl Task {
     /// Commits writes in order, in batches, and renews the lease.
-    async fn run(self, mut writes: mpsc::UnboundedReceiver<Pending>, lost: CancellationToken) {
+    async fn run(mut self, mut writes: mpsc::UnboundedReceiver<Pending>, lost: CancellationToken) {
         let mut gates: HashMap<StreamId, Gate> = HashMap::new();
         let every = self.shared.renew_every().max(Duration::from_millis(10));
-        let mut renew = tokio::time::interval(every);
+        // The lease was just taken: the first renewal is one period away.
+        let mut renew = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
         renew.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let outcome = loop {
             let first = tokio::select! {
@@ -252,6 +258,9 @@ impl Task {
                 break Err(error);
             }
             for pending in batch {
+                if let MirrorOp::Open { stream, request_id } = &pending.op {
+                    self.open.insert(*stream, request_id.clone());
+                }
                 if let Some((gate, mark)) = pending.gate {
                     gate.raise(mark);
                     if let MirrorOp::Append { stream, .. } = pending.op {
@@ -264,6 +273,7 @@ impl Task {
                 };
                 if let Some(m) = finished {
                     gates.remove(&StreamId::Request(m));
+                    self.open.remove(&m);
                 }
             }
         };
@@ -303,6 +313,7 @@ impl Task {
     /// the outage limit; a fenced or deleted session stops at once.
     async fn commit(&self, batch: &[Pending]) -> Result<(), SharedLogError> {
         let mut ops: Vec<MirrorOp> = Vec::with_capacity(batch.len());
+        let mut reopened = false;
         for pending in batch {
             ops.push(pending.op.clone());
             if let Some(stream) = pending.finish {
@@ -325,10 +336,16 @@ impl Task {
                 }
                 Err(SharedLogError::Lost) => {
                     tracing::info!(session_id = %self.session, epoch = self.epoch, "the shared log lost the session; seeding it again");
-                    match self.renew().await {
-                        Ok(()) => SharedLogError::Lost,
-                        Err(error) => return Err(error),
+                    self.renew().await?;
+                    if !reopened {
+                        reopened = true;
+                        let calls = self.open.iter().map(|(m, id)| MirrorOp::Open {
+                            stream: *m,
+                            request_id: id.clone(),
+                        });
+                        ops.splice(0..0, calls.collect::<Vec<_>>());
                     }
+                    SharedLogError::Lost
                 }
                 Err(error) => error,
             };
@@ -341,3 +358,6 @@ impl Task {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

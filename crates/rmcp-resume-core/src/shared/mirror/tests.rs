@@ -1,0 +1,237 @@
+//! The mirror task against a scripted shared log: what it commits, and how
+//! it answers each failure of the table in the module docs.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use futures::stream::BoxStream;
+
+use super::super::{MirrorOp, Ownership, SharedLog, SharedLogError, SharedSnapshot};
+use super::*;
+
+/// What the fake answers to the next commit.
+#[derive(Debug, Clone, Copy)]
+enum Answer {
+    Ok,
+    Unreachable,
+    Lost,
+    Fenced,
+}
+
+#[derive(Default)]
+struct Script {
+    answers: VecDeque<Answer>,
+    commits: Vec<Vec<MirrorOp>>,
+    renewals: Vec<u64>,
+}
+
+#[derive(Default, Clone)]
+struct Fake(Arc<Mutex<Script>>);
+
+impl Fake {
+    fn answering(answers: &[Answer]) -> Self {
+        let fake = Self::default();
+        fake.script().answers.extend(answers);
+        fake
+    }
+
+    fn script(&self) -> std::sync::MutexGuard<'_, Script> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+fn unreachable() -> SharedLogError {
+    SharedLogError::Backend("unreachable".into())
+}
+
+impl SharedLog for Fake {
+    fn acquire<'a>(
+        &'a self,
+        _: &'a str,
+        _: bool,
+    ) -> BoxFuture<'a, Result<Ownership, SharedLogError>> {
+        Box::pin(async { Ok(Ownership::Owned { epoch: 3 }) })
+    }
+
+    fn renew<'a>(
+        &'a self,
+        _: &'a str,
+        epoch: u64,
+        lowest_stream: u64,
+    ) -> BoxFuture<'a, Result<Ownership, SharedLogError>> {
+        self.script().renewals.push(lowest_stream);
+        Box::pin(async move { Ok(Ownership::Owned { epoch }) })
+    }
+
+    fn release<'a>(&'a self, _: &'a str) -> BoxFuture<'a, Result<(), SharedLogError>> {
+        Box::pin(async { Ok(()) })
+    }
+
+    fn reserve_streams<'a>(
+        &'a self,
+        _: &'a str,
+        _: u64,
+        _: u64,
+    ) -> BoxFuture<'a, Result<u64, SharedLogError>> {
+        Box::pin(async { Ok(100) })
+    }
+
+    fn commit<'a>(
+        &'a self,
+        _: &'a str,
+        _: u64,
+        ops: Vec<MirrorOp>,
+    ) -> BoxFuture<'a, Result<(), SharedLogError>> {
+        let mut script = self.script();
+        let answer = script.answers.pop_front().unwrap_or(Answer::Ok);
+        let result = match answer {
+            Answer::Ok => {
+                script.commits.push(ops);
+                Ok(())
+            }
+            Answer::Unreachable => Err(unreachable()),
+            Answer::Lost => Err(SharedLogError::Lost),
+            Answer::Fenced => Err(SharedLogError::Fenced { current: 4 }),
+        };
+        Box::pin(async move { result })
+    }
+
+    fn read<'a>(
+        &'a self,
+        _: &'a str,
+        _: StreamId,
+        _: u64,
+        _: usize,
+    ) -> BoxFuture<'a, Result<SharedSnapshot, SharedLogError>> {
+        Box::pin(async { Err(SharedLogError::Gone) })
+    }
+
+    fn tail(
+        &self,
+        _: &str,
+        _: StreamId,
+        _: u64,
+    ) -> BoxStream<'static, Result<crate::shared::SharedEvent, SharedLogError>> {
+        Box::pin(futures::stream::empty())
+    }
+
+    fn delete<'a>(&'a self, _: &'a str) -> BoxFuture<'a, Result<(), SharedLogError>> {
+        Box::pin(async { Ok(()) })
+    }
+
+    fn renew_every(&self) -> Duration {
+        Duration::from_secs(3600)
+    }
+
+    fn outage_limit(&self) -> Duration {
+        Duration::from_secs(10)
+    }
+}
+
+async fn mirror(fake: &Fake) -> Mirror {
+    let shared: Arc<dyn SharedLog> = Arc::new(fake.clone());
+    match Mirror::start(shared, "s".into(), true).await {
+        Ok(Ok(mirror)) => mirror,
+        other => panic!("start: {other:?}"),
+    }
+}
+
+fn append(stream: StreamId, index: u64) -> MirrorOp {
+    MirrorOp::Append {
+        stream,
+        index,
+        data: Some(format!("{index}")),
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_answer_and_its_finish_are_committed_together() {
+    let fake = Fake::default();
+    let mirror = mirror(&fake).await;
+    let gate = Gate::new(0);
+    mirror.write(MirrorOp::Open {
+        stream: 100,
+        request_id: "1".into(),
+    });
+    mirror.answer(100, 0, Some("0".into()), &gate);
+    assert!(gate.committed(0).await);
+    let commits = fake.script().commits.clone();
+    let all: Vec<MirrorOp> = commits.into_iter().flatten().collect();
+    let at = all
+        .iter()
+        .position(|op| *op == append(StreamId::Request(100), 0))
+        .expect("the answer");
+    assert_eq!(all.get(at + 1), Some(&MirrorOp::Finish { stream: 100 }));
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_outage_shorter_than_the_limit_costs_nothing() {
+    // Five failures: 50 + 100 + 200 + 400 + 800 ms of pauses.
+    let fake = Fake::answering(&[Answer::Unreachable; 5]);
+    let mirror = mirror(&fake).await;
+    let gate = Gate::new(1);
+    mirror.append(StreamId::Standalone, 1, None, &gate);
+    assert!(
+        gate.committed(1).await,
+        "committed once the backend is back"
+    );
+    assert!(!mirror.lost().is_cancelled());
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_outage_past_the_limit_loses_the_session_and_closes_the_gates() {
+    let fake = Fake::answering(&[Answer::Unreachable; 64]);
+    let mirror = mirror(&fake).await;
+    let gate = Gate::new(1);
+    mirror.append(StreamId::Standalone, 1, None, &gate);
+    let started = tokio::time::Instant::now();
+    assert!(!gate.committed(1).await, "never sent");
+    mirror.lost().cancelled().await;
+    let took = started.elapsed();
+    assert!(took <= Duration::from_secs(10), "{took:?}");
+    assert!(took >= Duration::from_secs(8), "{took:?}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_lost_session_is_seeded_again_with_its_open_calls() {
+    let fake = Fake::default();
+    let mirror = mirror(&fake).await;
+    let gate = Gate::new(0);
+    mirror.write(MirrorOp::Open {
+        stream: 100,
+        request_id: "\"a\"".into(),
+    });
+    mirror.append(StreamId::Request(100), 0, Some("0".into()), &gate);
+    assert!(gate.committed(0).await);
+    fake.script().answers.push_back(Answer::Lost);
+    mirror.append(StreamId::Request(100), 1, Some("1".into()), &gate);
+    assert!(gate.committed(1).await);
+    let script = fake.script();
+    assert_eq!(script.renewals, [164], "above every reserved number");
+    let last = script.commits.last().expect("a commit");
+    assert_eq!(
+        last.as_slice(),
+        [
+            MirrorOp::Open {
+                stream: 100,
+                request_id: "\"a\"".into()
+            },
+            append(StreamId::Request(100), 1)
+        ]
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_fenced_owner_stops_at_once() {
+    let fake = Fake::answering(&[Answer::Fenced]);
+    let mirror = mirror(&fake).await;
+    let gate = Gate::new(1);
+    mirror.append(StreamId::Standalone, 1, None, &gate);
+    assert!(!gate.committed(1).await);
+    mirror.lost().cancelled().await;
+    assert!(fake.script().commits.is_empty());
+}
