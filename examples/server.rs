@@ -5,8 +5,8 @@
 //! Options: `--bind ADDR` (default `127.0.0.1:8000`; port `0` picks one,
 //! and the URL is printed on stdout), and `--redis URL` to run as one of
 //! several instances sharing their sessions' streams on Redis (fork; see
-//! the README's "Running several instances"), with `--lease-ms N` for the
-//! ownership lease.
+//! the README's "Running several instances"; `--redis-cluster URL,URL,…`
+//! for a Redis Cluster), with `--lease-ms N` for the ownership lease.
 //!
 //! An application on upstream rmcp 3.11.0 looks exactly like this; with the
 //! dependency renamed (`rmcp = { package = "rmcp-resume", … }`) it gets the
@@ -150,14 +150,17 @@ async fn main() -> anyhow::Result<()> {
         .with_cancellation_token(ct.child_token());
     // fork: several instances share their sessions on Redis. Resumes are
     // answered by any instance; POSTs go to the session's owner.
-    if let Some(url) = option("--redis") {
+    if let Some(url) = option("--redis").or_else(|| option("--redis-cluster")) {
         // The same window per stream as in-process: every instance finds
         // the same floor.
         let mut shared = RedisLogConfig::matching(&session);
         if let Some(lease) = option("--lease-ms") {
             shared.lease = Duration::from_millis(lease.parse()?);
         }
-        let log = RedisLog::connect(&url, shared).await?;
+        let log = match option("--redis-cluster") {
+            Some(nodes) => RedisLog::connect_cluster(nodes.split(','), shared).await?,
+            None => RedisLog::connect(&url, shared).await?,
+        };
         manager = manager.with_shared_log(Arc::new(RedisShared::for_this_process(log.clone())));
         config.session_store = Some(Arc::new(RedisSessionStore::new(log)));
     }
