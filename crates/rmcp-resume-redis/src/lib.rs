@@ -11,7 +11,9 @@
 //! # Keys
 //!
 //! Every key of a session carries the session id as its hash tag, so a
-//! session sits in one Redis Cluster slot.
+//! session sits in one Redis Cluster slot: on a cluster
+//! ([`RedisLog::connect_cluster`]) each script is routed by the session's
+//! epoch key to that slot's primary, where every key it builds lives too.
 //!
 //! | Key | Type | Holds |
 //! |---|---|---|
