@@ -8,7 +8,9 @@ use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use rmcp_resume_core::log::Window;
-use rmcp_resume_core::resumption::{LogView, StreamId, StreamLookup};
+use rmcp_resume_core::resumption::{
+    LogView, ResumeAnswer, RmcpEventId, StreamId, StreamLookup, plan,
+};
 use rmcp_resume_redis::{
     INSTANCE_LOST_ERROR, Lease, LeaseOutcome, RedisLog, RedisLogConfig, RedisLogError, TailError,
     Write,
@@ -574,7 +576,7 @@ async fn fail_over_keeps_the_log_working(session_id: &str, how: Failover) {
 /// elected and the log answers for the session again. What was lost is
 /// reported, not asserted.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn cluster_a_killed_primary_with_a_lagging_replica_the_log_answers_after_failover() {
+async fn cluster_a_failover_to_a_lagging_replica_turns_the_lost_events_into_a_floor() {
     let mut cluster = blocking(RedisCluster::start_with_replicas);
     let mut big = config();
     big.window = Window::events(100_000);
@@ -669,8 +671,30 @@ async fn cluster_a_killed_primary_with_a_lagging_replica_the_log_answers_after_f
     eprintln!(
         "kill -9: the owner's commit at index {} after the failover: {explicit:?}; the stream then: {:?}",
         acknowledged + 1,
-        view_after.map(|s| s.lookup)
+        view_after.as_ref().map(|s| s.lookup)
     );
+    // The hole rule: what the replica lacked becomes the floor, and a
+    // resume from before it is told so, never replayed across it.
+    let lost = match snapshot.lookup {
+        StreamLookup::Found(view) => view.head <= acknowledged,
+        _ => true,
+    };
+    let committed = explicit.expect("the owner's commit after the failover");
+    let after = match view_after.expect("read").lookup {
+        StreamLookup::Found(view) => view,
+        other => panic!("the stream after the commit: {other:?}"),
+    };
+    if lost {
+        assert_eq!(committed.holes, 1, "the hole is found");
+        assert_eq!(after.floor, acknowledged + 1, "and becomes the floor");
+        let answer = plan(StreamLookup::Found(after), RmcpEventId::standalone(2));
+        assert!(
+            matches!(answer, ResumeAnswer::Fallback { floor, .. } if floor == acknowledged + 1),
+            "{answer:?}"
+        );
+    } else {
+        assert_eq!(committed.holes, 0, "nothing was lost: no hole");
+    }
 
     // The owner writes: it succeeds, or is clearly refused.
     let (appended, append_errors) = retry(LIMIT, || {
