@@ -314,6 +314,11 @@ impl SessionLog {
     /// Commits one event to `stream` at its head under `lease`, trimming
     /// the stream to its window; `finish` marks the stream answered. The
     /// event is in Redis when this returns, so it may be sent.
+    ///
+    /// The head is Redis's: after Redis lost data it may hand out an index
+    /// given before. A writer that keeps its own indices commits them with
+    /// [`commit`](Self::commit), which turns such a loss into a floor (the
+    /// server's mirror does).
     pub async fn append(
         &self,
         lease: Lease,
