@@ -8,6 +8,7 @@
 //! | `event_store` | an `EventStore` in memory that can forget its oldest events (3.x line) |
 //! | [`everything`] | the handler the official conformance suite drives |
 //! | [`line`](mod@line) | the model names that differ between rmcp 1.x and 3.x, under their 3.x spellings |
+//! | `faults` | a seeded, bounded fault checker: instances of the `server` example on one Redis, a nemesis, recording clients and a checker of their histories (3.x line) |
 //! | [`foreign`] | a scripted server with the id schemes rmcp does not use (session-wide, per connection) |
 //! | `matrix` | the client peer matrix's cells: the fork's and upstream's clients side by side, each call recorded and judged (3.x line) |
 //! | [`misbehaving`] | a scripted server breaking one resumption promise on purpose (the probe's FAIL cases) |
@@ -27,6 +28,8 @@ pub mod demo;
 #[cfg(not(rmcp_line_1))]
 pub mod event_store;
 pub mod everything;
+#[cfg(not(rmcp_line_1))]
+pub mod faults;
 pub mod foreign;
 pub mod line;
 #[cfg(not(rmcp_line_1))]

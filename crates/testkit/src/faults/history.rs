@@ -1,0 +1,288 @@
+//! What the clients saw, as they saw it: every request, status, frame and
+//! outcome, stamped with the time since the run started.
+
+use std::fmt;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+/// Milliseconds since the run started.
+pub type Ms = u64;
+
+/// A chain's number: a call's stream plus its resumes, or a session's
+/// standalone stream plus its resumes.
+pub type ChainId = u32;
+
+/// What a chain carries.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ChainKind {
+    /// A `tools/call`; `nominal` is how long the tool runs undisturbed.
+    Call {
+        request_id: u64,
+        tool: String,
+        n: u32,
+        nominal: Ms,
+    },
+    /// The session's standalone `GET` stream.
+    Standalone,
+}
+
+/// One chain.
+#[derive(Debug, Clone)]
+pub struct Chain {
+    /// Its number.
+    pub id: ChainId,
+    /// The client that ran it.
+    pub client: usize,
+    /// `Mcp-Session-Id`.
+    pub session: String,
+    /// When the session was initialized.
+    pub session_started: Ms,
+    /// What it carries.
+    pub kind: ChainKind,
+    /// When it started.
+    pub started: Ms,
+}
+
+/// How a client chose to resume.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ResumeMode {
+    /// A `GET` with `Last-Event-ID` straight away.
+    GetFirst,
+    /// A `POST` (`ping`) to the instance first, then the `GET`.
+    PostFirst,
+}
+
+/// How a connection of a chain was opened.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Via {
+    /// The call's `POST`.
+    Post,
+    /// A `GET` without a cursor (a fresh standalone stream).
+    Fresh,
+    /// A `GET` with `Last-Event-ID: cursor`.
+    Resume { cursor: String, mode: ResumeMode },
+}
+
+/// How a chain ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// The call's result.
+    Result,
+    /// A JSON-RPC error for the call's id.
+    RpcError { code: i64, message: String },
+    /// A refusal: the status and its body.
+    Refused { status: u16, body: String },
+    /// `204` to a resume of a call whose answer never came.
+    Drained,
+    /// The client cannot tell whether the server got the request (a
+    /// transport error before any event): not the server's fault.
+    Unconfirmed { why: String },
+    /// The client gave up at the bound.
+    Abandoned { why: String },
+    /// A standalone stream, closed by the client at the end of its session.
+    Closed,
+}
+
+/// One thing a client saw or did.
+#[derive(Debug, Clone)]
+pub enum Step {
+    /// `initialize` through instance `slot`.
+    Init {
+        slot: usize,
+        status: Option<u16>,
+        session: Option<String>,
+        error: Option<String>,
+    },
+    /// A `POST` of `ping` before a resume (the POST-first takeover).
+    Ping {
+        slot: usize,
+        status: Option<u16>,
+        body: String,
+    },
+    /// A connection of the chain: its request and the response head
+    /// (`status` `None`: a transport error).
+    Open {
+        conn: u32,
+        slot: usize,
+        via: Via,
+        status: Option<u16>,
+        body: Option<String>,
+    },
+    /// An SSE frame.
+    Frame {
+        conn: u32,
+        id: Option<String>,
+        event: Option<String>,
+        data: Option<String>,
+    },
+    /// The connection ended.
+    Closed { conn: u32, why: String },
+    /// The chain ended.
+    End { outcome: Outcome },
+}
+
+/// A step, when and by whom.
+#[derive(Debug, Clone)]
+pub struct Entry {
+    /// When.
+    pub t: Ms,
+    /// Which client.
+    pub client: usize,
+    /// Which chain (`None`: a session-level step).
+    pub chain: Option<ChainId>,
+    /// What.
+    pub step: Step,
+}
+
+/// Everything recorded.
+#[derive(Debug, Clone, Default)]
+pub struct History {
+    /// Steps in the order they were recorded.
+    pub entries: Vec<Entry>,
+    /// Every chain.
+    pub chains: Vec<Chain>,
+}
+
+impl History {
+    /// The steps of chain `id`, in order.
+    pub fn of_chain(&self, id: ChainId) -> impl Iterator<Item = &Entry> {
+        self.entries.iter().filter(move |e| e.chain == Some(id))
+    }
+}
+
+/// A shared, cheap-to-clone recorder.
+#[derive(Clone)]
+pub struct Recorder {
+    start: Instant,
+    history: Arc<Mutex<History>>,
+}
+
+impl Recorder {
+    /// A recorder whose clock starts at `start`.
+    pub fn new(start: Instant) -> Self {
+        Self {
+            start,
+            history: Arc::default(),
+        }
+    }
+
+    /// Milliseconds since the start.
+    pub fn now(&self) -> Ms {
+        u64::try_from(self.start.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
+
+    /// Opens a chain.
+    pub fn chain(
+        &self,
+        client: usize,
+        session: &str,
+        session_started: Ms,
+        kind: ChainKind,
+    ) -> ChainId {
+        let started = self.now();
+        let Ok(mut history) = self.history.lock() else {
+            return ChainId::MAX;
+        };
+        let id = ChainId::try_from(history.chains.len()).unwrap_or(ChainId::MAX);
+        history.chains.push(Chain {
+            id,
+            client,
+            session: session.to_owned(),
+            session_started,
+            kind,
+            started,
+        });
+        id
+    }
+
+    /// Records a step.
+    pub fn record(&self, client: usize, chain: Option<ChainId>, step: Step) {
+        let t = self.now();
+        if let Ok(mut history) = self.history.lock() {
+            history.entries.push(Entry {
+                t,
+                client,
+                chain,
+                step,
+            });
+        }
+    }
+
+    /// A copy of everything so far.
+    pub fn snapshot(&self) -> History {
+        self.history.lock().map(|h| h.clone()).unwrap_or_default()
+    }
+}
+
+fn short(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_owned();
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &text[..end])
+}
+
+impl fmt::Display for Entry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:>7}ms c{}", self.t, self.client)?;
+        if let Some(chain) = self.chain {
+            write!(f, " #{chain}")?;
+        }
+        match &self.step {
+            Step::Init {
+                slot,
+                status,
+                session,
+                error,
+            } => write!(
+                f,
+                " init@{slot} -> {status:?} session={} {}",
+                session.as_deref().unwrap_or("-"),
+                error.as_deref().map(|e| short(e, 120)).unwrap_or_default()
+            ),
+            Step::Ping { slot, status, body } => {
+                write!(f, " ping@{slot} -> {status:?} {}", short(body, 160))
+            }
+            Step::Open {
+                conn,
+                slot,
+                via,
+                status,
+                body,
+            } => {
+                let via = match via {
+                    Via::Post => "POST".to_owned(),
+                    Via::Fresh => "GET".to_owned(),
+                    Via::Resume { cursor, mode } => {
+                        format!("GET Last-Event-ID={cursor} ({mode:?})")
+                    }
+                };
+                write!(
+                    f,
+                    " conn{conn} {via} @{slot} -> {status:?} {}",
+                    body.as_deref().map(|b| short(b, 200)).unwrap_or_default()
+                )
+            }
+            Step::Frame {
+                conn,
+                id,
+                event,
+                data,
+            } => write!(
+                f,
+                " conn{conn} frame id={} {}{}",
+                id.as_deref().unwrap_or("-"),
+                event
+                    .as_deref()
+                    .map(|e| format!("event={e} "))
+                    .unwrap_or_default(),
+                data.as_deref().map(|d| short(d, 160)).unwrap_or_default()
+            ),
+            Step::Closed { conn, why } => write!(f, " conn{conn} closed: {}", short(why, 120)),
+            Step::End { outcome } => write!(f, " END {outcome:?}"),
+        }
+    }
+}

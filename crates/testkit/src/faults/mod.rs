@@ -1,0 +1,224 @@
+//! A seeded, bounded, Jepsen-style fault checker for several server
+//! instances sharing one Redis.
+//!
+//! | Part | What |
+//! |---|---|
+//! | [`rng`] | the seeded generator everything is drawn from |
+//! | [`schedule`] | the fault schedule: kinds (each switchable), targets, durations |
+//! | [`cluster`] | redis-server (restartable in place) and instances of the `server` example |
+//! | [`net`] | a proxy per (client, instance) that follows restarts and can be cut |
+//! | [`control`] | what the nemesis tells the clients: instances up, faults under way, stop |
+//! | [`nemesis`] | applies the schedule and heals |
+//! | [`client`] | recording raw HTTP/SSE clients: calls, standalone streams, GET-first and POST-first resumes |
+//! | [`history`] | what the clients saw, step by step |
+//! | [`checker`] | what must hold, and anomalies as values |
+//! | [`audit`] | Redis read directly: committed events, client counts |
+//! | [`report`] | the markdown row and the anomalies in full |
+//!
+//! [`run`] runs one seed: Redis, the instances, the proxies, the clients and
+//! the nemesis, then heals everything, lets the calls end, checks the
+//! histories, what Redis committed and its client count.
+
+pub mod audit;
+pub mod checker;
+pub mod client;
+pub mod cluster;
+pub mod control;
+pub mod history;
+pub mod nemesis;
+pub mod net;
+pub mod report;
+pub mod rng;
+pub mod schedule;
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio_util::sync::CancellationToken;
+
+pub use checker::Anomaly;
+pub use report::Report;
+pub use schedule::{FaultKind, Schedule, ScheduleConfig};
+
+/// One run's settings.
+#[derive(Debug, Clone)]
+pub struct RunConfig {
+    /// Everything random follows from it.
+    pub seed: u64,
+    /// The `server` example's binary.
+    pub server: PathBuf,
+    /// Instances.
+    pub instances: usize,
+    /// Clients (each with its own proxies).
+    pub clients: usize,
+    /// Faults to apply.
+    pub faults: usize,
+    /// Which kinds.
+    pub kinds: BTreeSet<FaultKind>,
+    /// `--lease-ms`.
+    pub lease: Duration,
+    /// `--window` (events each stream keeps), if set.
+    pub window: Option<usize>,
+    /// Beyond the lease, how long a call may take after its nominal end
+    /// and after the last fault.
+    pub slack: Duration,
+    /// Quiet time between faults, drawn in this range.
+    pub gap: (Duration, Duration),
+    /// Percent of resumes that POST (`ping`) to the instance first.
+    pub post_first_percent: u64,
+    /// Whether clients keep a standalone stream per session.
+    pub standalone: bool,
+    /// How long the Redis client count may take to return to its baseline.
+    pub leak_wait: Duration,
+    /// Where to write the whole history, one step a line (`None`: the
+    /// environment variable `FAULTS_HISTORY`, a directory, if set).
+    pub history_dir: Option<PathBuf>,
+}
+
+impl RunConfig {
+    /// Settings for `seed`, with the safe defaults of a CI run.
+    pub fn new(seed: u64, server: PathBuf) -> Self {
+        Self {
+            seed,
+            server,
+            instances: 3,
+            clients: 4,
+            faults: 10,
+            kinds: FaultKind::ALL.into_iter().collect(),
+            lease: Duration::from_millis(1000),
+            window: Some(32),
+            slack: Duration::from_secs(10),
+            gap: (Duration::from_millis(300), Duration::from_millis(1500)),
+            post_first_percent: 35,
+            standalone: true,
+            leak_wait: Duration::from_secs(8),
+            history_dir: std::env::var_os("FAULTS_HISTORY").map(PathBuf::from),
+        }
+    }
+}
+
+/// Runs one seed and checks it.
+pub async fn run(config: &RunConfig) -> anyhow::Result<Report> {
+    let began = Instant::now();
+    let rec = history::Recorder::new(began);
+    let proxies = CancellationToken::new();
+    let mut cluster = nemesis::Cluster::start(
+        config.server.clone(),
+        config.instances,
+        config.clients,
+        config.lease,
+        config.window,
+        proxies.clone(),
+    )
+    .await?;
+    let result = run_on(config, &mut cluster, &rec, began).await;
+    proxies.cancel();
+    drop(cluster);
+    result
+}
+
+async fn run_on(
+    config: &RunConfig,
+    cluster: &mut nemesis::Cluster,
+    rec: &history::Recorder,
+    began: Instant,
+) -> anyhow::Result<Report> {
+    let ctl = Arc::new(control::Control::new(
+        config.instances,
+        config.lease,
+        config.slack,
+    ));
+    let (baseline, _) = audit::clients(&cluster.redis_url).await?;
+    let per_instance = baseline.div_ceil(config.instances.max(1));
+    let schedule = Schedule::generate(
+        config.seed,
+        &ScheduleConfig {
+            faults: config.faults,
+            kinds: config.kinds.clone(),
+            instances: config.instances,
+            clients: config.clients,
+            lease: config.lease,
+            gap: config.gap,
+        },
+    );
+    let mut tasks = Vec::new();
+    for id in 0..config.clients {
+        let cfg = client::ClientConfig {
+            id,
+            seed: config.seed,
+            urls: cluster.urls(id),
+            post_first_percent: config.post_first_percent,
+            standalone: config.standalone,
+        };
+        tasks.push(tokio::spawn(client::run(cfg, ctl.clone(), rec.clone())));
+    }
+    let abort = CancellationToken::new();
+    let applied = nemesis::run(cluster, &schedule, &ctl, rec, &abort).await;
+    nemesis::heal(cluster, &ctl).await;
+    // Let the calls under way end; start no new ones.
+    ctl.stop.cancel();
+    let limit = config.lease + config.slack + Duration::from_secs(10);
+    for task in tasks {
+        let abort = task.abort_handle();
+        if tokio::time::timeout(limit, task).await.is_err() {
+            // Its open chain has no end: the checker reports it.
+            abort.abort();
+        }
+    }
+    // Rule 5: the clients are gone; Redis's client count returns to each
+    // live instance's steady connections.
+    let live = ctl.live_slots().len();
+    let expected = per_instance * live;
+    let deadline = Instant::now() + config.leak_wait;
+    let mut after = (usize::MAX, String::new());
+    for _ in 0..200 {
+        match audit::clients(&cluster.redis_url).await {
+            Ok(now) => after = now,
+            Err(error) => after = (usize::MAX, error.to_string()),
+        }
+        if after.0 <= expected || Instant::now() >= deadline {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let history = rec.snapshot();
+    if let Some(dir) = &config.history_dir {
+        let text: String = history.entries.iter().map(|e| format!("{e}\n")).collect();
+        let path = dir.join(format!("faults-seed-{}.log", config.seed));
+        if std::fs::create_dir_all(dir)
+            .and_then(|()| std::fs::write(&path, text))
+            .is_ok()
+        {
+            println!("history: {}", path.display());
+        }
+    }
+    let bounds = checker::Bounds {
+        lease: config.lease,
+        slack: config.slack,
+    };
+    let mut anomalies = checker::check(&history, &applied, bounds);
+    anomalies.extend(checker::commits(&history, &applied, &cluster.redis_url).await?);
+    if after.0 > expected {
+        anomalies.push(Anomaly::Leak {
+            baseline: expected,
+            after: after.0,
+            clients: after.1.clone(),
+        });
+    }
+    let (calls, outcomes, events, resumes) = Report::count(&history);
+    Ok(Report {
+        seed: config.seed,
+        instances: config.instances,
+        faults: applied,
+        calls,
+        outcomes,
+        events,
+        resumes,
+        redis_clients: (expected, after.0),
+        unconfirmed: Report::unconfirmed(&history),
+        anomalies,
+        wall: began.elapsed(),
+    })
+}

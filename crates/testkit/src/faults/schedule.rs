@@ -1,0 +1,263 @@
+//! The fault schedule: which faults, where and for how long, all drawn from
+//! one seed before the run starts.
+
+use std::collections::BTreeSet;
+use std::fmt;
+use std::time::Duration;
+
+use super::rng::Rng;
+
+/// The kinds of fault the nemesis knows; each can be switched on or off.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum FaultKind {
+    /// `kill -9` of an instance, then a new process in its place.
+    Kill,
+    /// `SIGSTOP` of an instance, `SIGCONT` after a while (sometimes longer
+    /// than the lease).
+    Pause,
+    /// Every connection between one client (or all) and one instance
+    /// dropped, and new ones refused for a while.
+    Cut,
+    /// `CLIENT PAUSE <ms> ALL` on Redis.
+    RedisPause,
+    /// `SIGSTOP` of redis-server, `SIGCONT` after a while.
+    RedisStop,
+    /// `kill -9` of redis-server and a new one on the same socket:
+    /// persistence is off, so every session's data is lost.
+    RedisRestart,
+}
+
+impl FaultKind {
+    /// Every kind.
+    pub const ALL: [FaultKind; 6] = [
+        FaultKind::Kill,
+        FaultKind::Pause,
+        FaultKind::Cut,
+        FaultKind::RedisPause,
+        FaultKind::RedisStop,
+        FaultKind::RedisRestart,
+    ];
+
+    /// Its name on the command line and in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            FaultKind::Kill => "kill",
+            FaultKind::Pause => "pause",
+            FaultKind::Cut => "cut",
+            FaultKind::RedisPause => "redis-pause",
+            FaultKind::RedisStop => "redis-stop",
+            FaultKind::RedisRestart => "redis-restart",
+        }
+    }
+
+    /// The kind named `name`.
+    pub fn parse(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|k| k.name() == name)
+    }
+
+    /// A comma-separated list of names, or `all`.
+    pub fn parse_list(list: &str) -> Result<BTreeSet<Self>, String> {
+        if list == "all" {
+            return Ok(Self::ALL.into_iter().collect());
+        }
+        list.split(',')
+            .filter(|s| !s.is_empty())
+            .map(|name| Self::parse(name).ok_or_else(|| format!("unknown fault kind {name:?}")))
+            .collect()
+    }
+}
+
+impl fmt::Display for FaultKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// One fault, with its target and its duration.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Fault {
+    /// Kill instance `slot`; start a new one after `down`.
+    Kill { slot: usize, down: Duration },
+    /// Stop instance `slot` for `hold`.
+    Pause { slot: usize, hold: Duration },
+    /// Drop the connections of `client` (every client if `None`) to
+    /// instance `slot`, and refuse new ones for `hold`.
+    Cut {
+        client: Option<usize>,
+        slot: usize,
+        hold: Duration,
+    },
+    /// Pause Redis's clients for `hold`.
+    RedisPause { hold: Duration },
+    /// Stop redis-server for `hold`.
+    RedisStop { hold: Duration },
+    /// Kill redis-server; start a new, empty one after `down`.
+    RedisRestart { down: Duration },
+}
+
+impl Fault {
+    /// Its kind.
+    pub fn kind(&self) -> FaultKind {
+        match self {
+            Fault::Kill { .. } => FaultKind::Kill,
+            Fault::Pause { .. } => FaultKind::Pause,
+            Fault::Cut { .. } => FaultKind::Cut,
+            Fault::RedisPause { .. } => FaultKind::RedisPause,
+            Fault::RedisStop { .. } => FaultKind::RedisStop,
+            Fault::RedisRestart { .. } => FaultKind::RedisRestart,
+        }
+    }
+}
+
+impl fmt::Display for Fault {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Fault::Kill { slot, down } => write!(f, "kill -9 instance {slot}, down {down:?}"),
+            Fault::Pause { slot, hold } => write!(f, "SIGSTOP instance {slot} for {hold:?}"),
+            Fault::Cut { client, slot, hold } => match client {
+                Some(client) => write!(f, "cut client {client} from instance {slot} for {hold:?}"),
+                None => write!(f, "cut every client from instance {slot} for {hold:?}"),
+            },
+            Fault::RedisPause { hold } => write!(f, "CLIENT PAUSE ALL on Redis for {hold:?}"),
+            Fault::RedisStop { hold } => write!(f, "SIGSTOP redis-server for {hold:?}"),
+            Fault::RedisRestart { down } => write!(f, "kill -9 redis-server, down {down:?}"),
+        }
+    }
+}
+
+/// A fault and the quiet time before it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Planned {
+    /// Quiet time after the previous fault healed.
+    pub after: Duration,
+    /// The fault.
+    pub fault: Fault,
+}
+
+/// What a schedule is drawn from.
+#[derive(Debug, Clone)]
+pub struct ScheduleConfig {
+    /// How many faults.
+    pub faults: usize,
+    /// Which kinds (none: an empty schedule).
+    pub kinds: BTreeSet<FaultKind>,
+    /// Instances to aim at.
+    pub instances: usize,
+    /// Clients to aim at.
+    pub clients: usize,
+    /// The ownership lease: pauses are drawn around it.
+    pub lease: Duration,
+    /// Quiet time between faults, drawn in this range.
+    pub gap: (Duration, Duration),
+}
+
+/// A seeded sequence of faults.
+#[derive(Debug, Clone)]
+pub struct Schedule {
+    /// The faults in order.
+    pub faults: Vec<Planned>,
+}
+
+fn ms(rng: &mut Rng, low: u64, high: u64) -> Duration {
+    Duration::from_millis(rng.range(low, high))
+}
+
+impl Schedule {
+    /// Draws `config.faults` faults from `seed`.
+    pub fn generate(seed: u64, config: &ScheduleConfig) -> Self {
+        let mut rng = Rng::fork(seed, 0x5c4e_d01e);
+        let kinds: Vec<FaultKind> = config.kinds.iter().copied().collect();
+        let lease = u64::try_from(config.lease.as_millis()).unwrap_or(u64::MAX);
+        let (gap_low, gap_high) = (config.gap.0.as_millis(), config.gap.1.as_millis());
+        let mut faults = Vec::new();
+        if kinds.is_empty() || config.instances == 0 {
+            return Self { faults };
+        }
+        for _ in 0..config.faults {
+            let after = ms(
+                &mut rng,
+                u64::try_from(gap_low).unwrap_or(0),
+                u64::try_from(gap_high).unwrap_or(0),
+            );
+            let slot = rng.below(config.instances);
+            let fault = match kinds[rng.below(kinds.len())] {
+                FaultKind::Kill => Fault::Kill {
+                    slot,
+                    down: ms(&mut rng, 0, 1500),
+                },
+                // Half below the lease, half beyond it (a takeover).
+                FaultKind::Pause => Fault::Pause {
+                    slot,
+                    hold: if rng.chance(50) {
+                        ms(&mut rng, 500, lease.max(600))
+                    } else {
+                        ms(&mut rng, lease + 200, (lease * 2).max(3000))
+                    },
+                },
+                FaultKind::Cut => Fault::Cut {
+                    client: if rng.chance(70) && config.clients > 0 {
+                        Some(rng.below(config.clients))
+                    } else {
+                        None
+                    },
+                    slot,
+                    hold: ms(&mut rng, 0, 1000),
+                },
+                FaultKind::RedisPause => Fault::RedisPause {
+                    hold: ms(&mut rng, 200, (lease + 1000).max(3000)),
+                },
+                FaultKind::RedisStop => Fault::RedisStop {
+                    hold: ms(&mut rng, 200, (lease + 1000).max(3000)),
+                },
+                FaultKind::RedisRestart => Fault::RedisRestart {
+                    down: ms(&mut rng, 0, 1000),
+                },
+            };
+            faults.push(Planned { after, fault });
+        }
+        Self { faults }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(kinds: &[FaultKind]) -> ScheduleConfig {
+        ScheduleConfig {
+            faults: 50,
+            kinds: kinds.iter().copied().collect(),
+            instances: 3,
+            clients: 4,
+            lease: Duration::from_millis(1000),
+            gap: (Duration::from_millis(100), Duration::from_millis(900)),
+        }
+    }
+
+    #[test]
+    fn a_seed_gives_one_schedule_of_the_kinds_switched_on() {
+        let cfg = config(&[FaultKind::Cut, FaultKind::Pause]);
+        let a = Schedule::generate(3, &cfg);
+        let b = Schedule::generate(3, &cfg);
+        assert_eq!(a.faults, b.faults);
+        assert_eq!(a.faults.len(), 50);
+        assert!(
+            a.faults
+                .iter()
+                .all(|p| matches!(p.fault.kind(), FaultKind::Cut | FaultKind::Pause))
+        );
+        assert_ne!(a.faults, Schedule::generate(4, &cfg).faults);
+    }
+
+    #[test]
+    fn kinds_parse_by_name() {
+        assert_eq!(
+            FaultKind::parse_list("cut,redis-restart"),
+            Ok([FaultKind::Cut, FaultKind::RedisRestart]
+                .into_iter()
+                .collect())
+        );
+        assert_eq!(FaultKind::parse_list("all").map(|k| k.len()), Ok(6));
+        assert!(FaultKind::parse_list("nope").is_err());
+    }
+}
