@@ -295,6 +295,40 @@ async fn a_paused_owner_taken_over_never_gets_its_late_events_to_a_client() {
         .expect("resume again");
     let again = events(&SseReader::new(again).collect().await.expect("frames"));
     assert_eq!(again.last().map(|(i, _)| *i), Some(terminal));
+
+    // The session itself lives on: A stopping is no `DELETE` (A's stop used
+    // to delete it from Redis, and every instance then answered 404).
+    let mut on_b = on_b;
+    let deadline = Instant::now() + LEASE + Duration::from_secs(5);
+    loop {
+        let answer = on_b
+            .post(json!({ "jsonrpc": "2.0", "id": 90, "method": "tools/list" }))
+            .await
+            .expect("an answer");
+        match answer.status().as_u16() {
+            200 => break,
+            503 if Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            other => panic!("the session is gone for B: {other}"),
+        }
+    }
+    // A call spanning A's whole shutdown (its service ends seconds after
+    // the fence) and many renewal periods: a deleted session would end it.
+    let (_, response) = on_b
+        .call("count_to", json!({ "n": 30, "interval_ms": 300 }), false)
+        .await
+        .expect("a call on B");
+    let frames = SseReader::new(response).collect().await.expect("frames");
+    let answer = frames
+        .iter()
+        .filter_map(Frame::json)
+        .find(|j| j.get("id").is_some())
+        .expect("an answer");
+    assert_eq!(
+        answer["result"]["content"][0]["text"], "counted to 30",
+        "{answer}"
+    );
 }
 
 #[tokio::test]

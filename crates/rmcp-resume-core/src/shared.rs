@@ -33,6 +33,14 @@ pub enum Ownership {
         /// The lease epoch.
         epoch: u64,
     },
+    /// This instance owns the session at `epoch`, and the backend had lost
+    /// it (a restart without persistence, a failover to a lagging replica):
+    /// it was written again, and the owner must register its open calls
+    /// again.
+    Seeded {
+        /// The lease epoch, unchanged.
+        epoch: u64,
+    },
     /// Another instance owns it and its lease is live.
     HeldElsewhere,
     /// The shared log does not know the session (and was not asked to
@@ -154,12 +162,15 @@ pub trait SharedLog: Send + Sync + 'static {
     ) -> BoxFuture<'a, Result<u64, SharedLogError>>;
 
     /// Commits `ops` in order, in one round trip, fenced by `epoch`.
+    /// Returns the request streams whose appends were dropped because the
+    /// stream was already answered: those events are not in the log, so
+    /// they must not be sent.
     fn commit<'a>(
         &'a self,
         session: &'a str,
         epoch: u64,
         ops: Vec<MirrorOp>,
-    ) -> BoxFuture<'a, Result<(), SharedLogError>>;
+    ) -> BoxFuture<'a, Result<Vec<u64>, SharedLogError>>;
 
     /// Reads `stream`'s state and up to `count` events from `from` on.
     fn read<'a>(

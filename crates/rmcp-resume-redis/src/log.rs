@@ -337,7 +337,7 @@ impl SessionLog {
             .map(|m| Write::Finish { stream: m });
         let writes: Vec<Write<'_>> = std::iter::once(append).chain(finish).collect();
         let committed = self.commit(lease, &writes).await?;
-        if committed.dropped > 0 {
+        if !committed.dropped.is_empty() {
             return Err(RedisLogError::Finished);
         }
         let index = committed
@@ -351,8 +351,9 @@ impl SessionLog {
     }
 
     /// Commits `writes` in order, in one round trip, under `lease`. An
-    /// append to an answered stream is dropped and counted, never fatal: a
-    /// message that lost the race with its call's answer has no reader.
+    /// append to an answered stream is dropped and reported in
+    /// [`Committed::dropped`], never fatal: a message that lost the race
+    /// with its call's answer has no reader.
     pub async fn commit(
         &self,
         lease: Lease,
@@ -400,10 +401,13 @@ impl SessionLog {
                 held: lease.epoch,
                 current: unsigned(*current)?,
             }),
-            [0, last, dropped, holes] => Ok(Committed {
+            [0, last, holes, dropped @ ..] => Ok(Committed {
                 last: (*last >= 0).then(|| unsigned(*last)).transpose()?,
-                dropped: unsigned(*dropped)?,
                 holes: unsigned(*holes)?,
+                dropped: dropped
+                    .iter()
+                    .map(|m| unsigned(*m))
+                    .collect::<Result<_, _>>()?,
             }),
             other => Err(RedisLogError::Reply(format!("commit answered {other:?}"))),
         }
@@ -493,13 +497,15 @@ enum Mode {
 }
 
 /// What one [`SessionLog::commit`] did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub struct Committed {
     /// The index of the last event appended, if any.
     pub last: Option<u64>,
-    /// Appends dropped because their stream was already answered.
-    pub dropped: u64,
+    /// The request stream of each append dropped because the stream was
+    /// already answered: such an event is not in Redis, so it must not be
+    /// sent.
+    pub dropped: Vec<u64>,
     /// Streams on which Redis had lost committed events: each one's floor
     /// now starts at the first event committed after the loss.
     pub holes: u64,

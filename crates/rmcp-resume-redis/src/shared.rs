@@ -87,9 +87,10 @@ impl From<TailError> for SharedLogError {
 
 fn ownership(outcome: LeaseOutcome) -> Ownership {
     match outcome {
-        LeaseOutcome::Renewed(lease)
-        | LeaseOutcome::Acquired { lease, .. }
-        | LeaseOutcome::Seeded(lease) => Ownership::Owned { epoch: lease.epoch },
+        LeaseOutcome::Renewed(lease) | LeaseOutcome::Acquired { lease, .. } => {
+            Ownership::Owned { epoch: lease.epoch }
+        }
+        LeaseOutcome::Seeded(lease) => Ownership::Seeded { epoch: lease.epoch },
         LeaseOutcome::HeldBy { .. } => Ownership::HeldElsewhere,
         LeaseOutcome::Unknown | LeaseOutcome::Deleted => Ownership::Unknown,
     }
@@ -176,7 +177,7 @@ impl SharedLog for RedisShared {
         session: &'a str,
         epoch: u64,
         ops: Vec<MirrorOp>,
-    ) -> BoxFuture<'a, Result<(), SharedLogError>> {
+    ) -> BoxFuture<'a, Result<Vec<u64>, SharedLogError>> {
         Box::pin(async move {
             let writes: Vec<Write<'_>> = ops
                 .iter()
@@ -202,14 +203,15 @@ impl SharedLog for RedisShared {
                 .session(session)
                 .commit(Lease { epoch }, &writes)
                 .await?;
-            if committed.dropped > 0 {
-                self.dropped.fetch_add(committed.dropped, Ordering::Relaxed);
-                tracing::debug!(session_id = %session, dropped = committed.dropped, "appends behind their stream's answer dropped");
+            if !committed.dropped.is_empty() {
+                let count = committed.dropped.len() as u64;
+                self.dropped.fetch_add(count, Ordering::Relaxed);
+                tracing::debug!(session_id = %session, dropped = count, "appends behind their stream's answer dropped");
             }
             if committed.holes > 0 {
                 tracing::warn!(session_id = %session, streams = committed.holes, "redis had lost committed events; those streams now start at a new floor");
             }
-            Ok(())
+            Ok(committed.dropped)
         })
     }
 

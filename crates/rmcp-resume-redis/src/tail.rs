@@ -149,6 +149,15 @@ impl Tail {
                 floor: view.floor,
             });
         }
+        if events.is_empty() && self.next < view.head {
+            // The stream claims events it does not hold (its data expired
+            // before its state): what is missing is reported, never waited
+            // for.
+            return Err(TailError::Evicted {
+                from: self.next,
+                floor: view.head,
+            });
+        }
         let found = !events.is_empty();
         self.ready.extend(events);
         if !found && view.finished && self.next >= view.head {

@@ -42,7 +42,7 @@ async fn an_append_after_the_answer_is_dropped_not_fatal() {
         },
     ];
     let committed = session.commit(lease, &writes).await.expect("commit");
-    assert_eq!(committed.dropped, 1);
+    assert_eq!(committed.dropped, [m]);
     assert_eq!(committed.last, Some(1), "the standalone append went in");
     let snapshot = session.read(stream, 0, 8).await.expect("read");
     assert_eq!(view(snapshot.lookup).head, 1, "the late write is not kept");

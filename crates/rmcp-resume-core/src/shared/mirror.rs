@@ -14,9 +14,11 @@
 //! |---|---|
 //! | committed | opens the batch's gates |
 //! | unreachable, timed out | retries the batch, pausing 50 ms doubling to 1 s, until the outage limit |
-//! | lost the session ([`SharedLogError::Lost`]) | seeds it again ([`SharedLog::renew`]) and retries: each stream's floor then starts after the loss |
+//! | lost the session ([`SharedLogError::Lost`]) | seeds it again ([`SharedLog::renew`]), registers its open calls again, and retries: each stream's floor then starts after the loss |
+//! | committed, but an append dropped (its stream was answered) | closes that stream's gate: its reader ends instead of sending an event the log lacks |
 //! | fenced, deleted | stops: the session is lost here |
-//! | renewal: owned at this epoch | carries on (a lapsed lease is taken again) |
+//! | renewal: owned at this epoch | carries on (a lapsed lease is taken again; after a failed try, at once) |
+//! | renewal: seeded again | registers the open calls again |
 //! | renewal: anything else | stops |
 //!
 //! An answer and its stream's `Finish` travel as one write, so no batch
@@ -24,8 +26,8 @@
 //! whose answer Redis already holds.
 
 use std::collections::HashMap;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use super::{Gate, MirrorOp, Ownership, SharedLog, SharedLogError};
@@ -66,6 +68,41 @@ pub struct Mirror {
     /// Shared with the task: a session the backend lost is seeded again
     /// with numbers from here on.
     end: Arc<AtomicU64>,
+    /// Shared with the task: the calls to register again after a seeding.
+    open: OpenCalls,
+}
+
+/// Committed calls not answered yet, with their request ids: a session the
+/// backend lost gets them again, so that a later takeover still ends them
+/// with an error instead of leaving their readers waiting.
+#[derive(Debug, Clone, Default)]
+struct OpenCalls(Arc<Mutex<HashMap<u64, String>>>);
+
+impl OpenCalls {
+    fn with<R>(&self, f: impl FnOnce(&mut HashMap<u64, String>) -> R) -> R {
+        f(&mut self.0.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    /// Registers every open call again, after the backend lost them.
+    async fn reopen(
+        &self,
+        shared: &dyn SharedLog,
+        session: &str,
+        epoch: u64,
+    ) -> Result<(), SharedLogError> {
+        let ops: Vec<MirrorOp> = self.with(|open| {
+            open.iter()
+                .map(|(m, id)| MirrorOp::Open {
+                    stream: *m,
+                    request_id: id.clone(),
+                })
+                .collect()
+        });
+        if !ops.is_empty() {
+            shared.commit(session, epoch, ops).await?;
+        }
+        Ok(())
+    }
 }
 
 impl std::fmt::Debug for Mirror {
@@ -86,19 +123,20 @@ impl Mirror {
         create: bool,
     ) -> Result<Result<Self, Ownership>, SharedLogError> {
         let epoch = match shared.acquire(&session, create).await? {
-            Ownership::Owned { epoch } => epoch,
+            Ownership::Owned { epoch } | Ownership::Seeded { epoch } => epoch,
             other => return Ok(Err(other)),
         };
         let first = shared.reserve_streams(&session, epoch, RESERVE).await?;
         let (writes, rx) = mpsc::unbounded_channel();
         let lost = CancellationToken::new();
         let end = Arc::new(AtomicU64::new(first.saturating_add(RESERVE)));
+        let open = OpenCalls::default();
         let task = Task {
             shared: shared.clone(),
             session: session.clone(),
             epoch,
             end: end.clone(),
-            open: HashMap::new(),
+            open: open.clone(),
         };
         tokio::spawn(task.run(rx, lost.clone()));
         Ok(Ok(Self {
@@ -109,6 +147,7 @@ impl Mirror {
             lost,
             next: first,
             end,
+            open,
         }))
     }
 
@@ -128,6 +167,12 @@ impl Mirror {
                     let lowest = self.end.load(Ordering::Acquire);
                     match self.shared.renew(&self.session, self.epoch, lowest).await? {
                         Ownership::Owned { epoch } if epoch == self.epoch => self.reserve().await,
+                        Ownership::Seeded { epoch } if epoch == self.epoch => {
+                            self.open
+                                .reopen(&*self.shared, &self.session, self.epoch)
+                                .await?;
+                            self.reserve().await
+                        }
                         _ => Err(SharedLogError::Fenced { current: 0 }),
                     }
                 }
@@ -190,9 +235,13 @@ impl Mirror {
     }
 
     fn send(&self, pending: Pending) {
-        // The task is gone only once the session is lost, and then every
-        // gate is closed: nothing queued now would be sent anyway.
-        let _ = self.writes.send(pending);
+        // The task is gone only once the session is lost: nothing will be
+        // committed, so a reader waiting for this write ends now.
+        if let Err(mpsc::error::SendError(pending)) = self.writes.send(pending)
+            && let Some((gate, _)) = pending.gate
+        {
+            gate.close();
+        }
     }
 }
 
@@ -219,15 +268,12 @@ struct Task {
     session: SessionId,
     epoch: u64,
     end: Arc<AtomicU64>,
-    /// Committed calls not answered yet, with their request ids: a session
-    /// the backend lost gets them again, so that a later takeover still
-    /// ends them with an error instead of leaving their readers waiting.
-    open: HashMap<u64, String>,
+    open: OpenCalls,
 }
 
 impl Task {
     /// Commits writes in order, in batches, and renews the lease.
-    async fn run(mut self, mut writes: mpsc::UnboundedReceiver<Pending>, lost: CancellationToken) {
+    async fn run(self, mut writes: mpsc::UnboundedReceiver<Pending>, lost: CancellationToken) {
         let mut gates: HashMap<StreamId, Gate> = HashMap::new();
         let every = self.shared.renew_every().max(Duration::from_millis(10));
         // The lease was just taken: the first renewal is one period away.
@@ -251,20 +297,37 @@ impl Task {
                     Err(_) => break,
                 }
             }
-            if let Err(error) = self.commit(&batch).await {
-                for (gate, _) in batch.iter().filter_map(|p| p.gate.as_ref()) {
-                    gate.close();
+            let dropped = match self.commit(&batch).await {
+                Ok(dropped) => dropped,
+                Err(error) => {
+                    for (gate, _) in batch.iter().filter_map(|p| p.gate.as_ref()) {
+                        gate.close();
+                    }
+                    break Err(error);
                 }
-                break Err(error);
-            }
+            };
             for pending in batch {
                 if let MirrorOp::Open { stream, request_id } = &pending.op {
-                    self.open.insert(*stream, request_id.clone());
+                    self.open
+                        .with(|open| open.insert(*stream, request_id.clone()));
                 }
                 if let Some((gate, mark)) = pending.gate {
-                    gate.raise(mark);
-                    if let MirrorOp::Append { stream, .. } = pending.op {
-                        gates.entry(stream).or_insert(gate);
+                    // An event the log dropped (its stream was answered) is
+                    // not committed: its reader ends rather than send it.
+                    let kept = match &pending.op {
+                        MirrorOp::Append {
+                            stream: StreamId::Request(m),
+                            ..
+                        } => !dropped.contains(m),
+                        _ => true,
+                    };
+                    if !kept {
+                        gate.close();
+                    } else {
+                        gate.raise(mark);
+                        if let MirrorOp::Append { stream, .. } = pending.op {
+                            gates.entry(stream).or_insert(gate);
+                        }
                     }
                 }
                 let finished = match pending.op {
@@ -273,7 +336,7 @@ impl Task {
                 };
                 if let Some(m) = finished {
                     gates.remove(&StreamId::Request(m));
-                    self.open.remove(&m);
+                    self.open.with(|open| open.remove(&m));
                 }
             }
         };
@@ -298,6 +361,19 @@ impl Task {
         let lowest = self.end.load(Ordering::Acquire);
         match self.shared.renew(&self.session, self.epoch, lowest).await {
             Ok(Ownership::Owned { epoch }) if epoch == self.epoch => Ok(()),
+            Ok(Ownership::Seeded { epoch }) if epoch == self.epoch => {
+                match self
+                    .open
+                    .reopen(&*self.shared, &self.session, self.epoch)
+                    .await
+                {
+                    Err(error @ (SharedLogError::Fenced { .. } | SharedLogError::Gone)) => {
+                        Err(error)
+                    }
+                    // Not registered yet: the next seeding tries again.
+                    _ => Ok(()),
+                }
+            }
             Ok(Ownership::Owned { epoch: current }) => Err(SharedLogError::Fenced { current }),
             Ok(_) => Err(SharedLogError::Fenced { current: 0 }),
             Err(error @ (SharedLogError::Fenced { .. } | SharedLogError::Gone)) => Err(error),
@@ -311,9 +387,8 @@ impl Task {
 
     /// Commits one batch, retrying while the backend is away, for at most
     /// the outage limit; a fenced or deleted session stops at once.
-    async fn commit(&self, batch: &[Pending]) -> Result<(), SharedLogError> {
+    async fn commit(&self, batch: &[Pending]) -> Result<Vec<u64>, SharedLogError> {
         let mut ops: Vec<MirrorOp> = Vec::with_capacity(batch.len());
-        let mut reopened = false;
         for pending in batch {
             ops.push(pending.op.clone());
             if let Some(stream) = pending.finish {
@@ -330,21 +405,22 @@ impl Task {
                 .commit(&self.session, self.epoch, ops.clone())
                 .await
             {
-                Ok(()) => return Ok(()),
+                Ok(dropped) => {
+                    // Back after an outage: the lease may have lapsed
+                    // meanwhile, so it is taken again now, not a period
+                    // later, leaving the least time to a takeover.
+                    if tries > 1 {
+                        self.renew().await?;
+                    }
+                    return Ok(dropped);
+                }
                 Err(error @ (SharedLogError::Fenced { .. } | SharedLogError::Gone)) => {
                     return Err(error);
                 }
                 Err(SharedLogError::Lost) => {
                     tracing::info!(session_id = %self.session, epoch = self.epoch, "the shared log lost the session; seeding it again");
+                    // Seeding registers the open calls again (see `renew`).
                     self.renew().await?;
-                    if !reopened {
-                        reopened = true;
-                        let calls = self.open.iter().map(|(m, id)| MirrorOp::Open {
-                            stream: *m,
-                            request_id: id.clone(),
-                        });
-                        ops.splice(0..0, calls.collect::<Vec<_>>());
-                    }
                     SharedLogError::Lost
                 }
                 Err(error) => error,

@@ -9,7 +9,8 @@
 -- Returns {-4, 0, 0, 0} when the session was deleted, {-3, 0, 0, 0} when
 -- Redis no longer knows it (lost data: the owner seeds it again),
 -- {-1, current epoch, 0, 0} when fenced, else {0, index of the last append
--- (or -1), appends dropped because their stream was answered, holes found}.
+-- (or -1), holes found, then the stream of each append dropped because its
+-- stream was answered}.
 local base = ARGV[1]
 if redis.call('EXISTS', base .. 'gone') == 1 then
   return {-4, 0, 0, 0}
@@ -24,7 +25,7 @@ end
 local now, keep, max = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
 local retention, max_bytes, ttl = tonumber(ARGV[6]), tonumber(ARGV[7]), ARGV[8]
 local open = base .. 'open'
-local last, dropped, holes = -1, 0, 0
+local last, dropped, holes = -1, {}, 0
 
 local function first_index(stream)
   if stream == 's' then return 1 end
@@ -57,21 +58,22 @@ end
 local function append(stream, at, data)
   local meta, key = base .. 'm:' .. stream, base .. 'x:' .. stream
   local fields = redis.call('HMGET', meta, 'head', 'floor', 'bytes', 'finished')
-  if fields[4] == '1' then
-    -- A late write behind its stream's answer: nobody can read it.
-    dropped = dropped + 1
+  local head = tonumber(fields[1] or first_index(stream))
+  if at ~= '*' and tonumber(at) < head then
+    -- Committed by an earlier try of this batch.
     return
   end
-  local head = tonumber(fields[1] or first_index(stream))
+  if fields[4] == '1' then
+    -- A late write behind its stream's answer: nobody can read it, so it
+    -- is not kept, and the owner must not send it either.
+    dropped[#dropped + 1] = stream
+    return
+  end
   local floor = tonumber(fields[2] or first_index(stream))
   local bytes = tonumber(fields[3] or '0')
   local index = head
   if at ~= '*' then
     index = tonumber(at)
-    if index < head then
-      -- Committed by an earlier try of this batch.
-      return
-    end
     if index > head or fields[1] == nil then
       -- Redis lost events this owner committed (a restart without
       -- persistence, a failover to a lagging replica): what it still holds
@@ -105,6 +107,7 @@ for i = 9, #ARGV, 4 do
       redis.call('HSETNX', meta, 'floor', 0)
       redis.call('HSET', open, stream, ARGV[i + 2])
       redis.call('PEXPIRE', meta, ttl)
+      redis.call('PEXPIRE', base .. 'x:' .. stream, ttl)
       redis.call('PEXPIRE', open, ttl)
     end
   elseif kind == 'f' then
@@ -112,9 +115,15 @@ for i = 9, #ARGV, 4 do
     redis.call('HSETNX', meta, 'head', 0)
     redis.call('HSETNX', meta, 'floor', 0)
     redis.call('HSET', meta, 'finished', 1)
+    -- The events live exactly as long as the state that vouches for them.
     redis.call('PEXPIRE', meta, ttl)
+    redis.call('PEXPIRE', base .. 'x:' .. stream, ttl)
     redis.call('HDEL', open, stream)
   end
 end
 redis.call('PEXPIRE', KEYS[1], ttl)
-return {0, last, dropped, holes}
+local out = {0, last, holes}
+for _, stream in ipairs(dropped) do
+  out[#out + 1] = stream
+end
+return out

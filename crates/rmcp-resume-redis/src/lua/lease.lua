@@ -9,8 +9,9 @@
 --            same epoch when nobody took it since, and a session Redis lost
 --            (a restart, a failover to a lagging replica) is seeded again at
 --            that epoch, so an owner never fences itself
---   'fence'  end a dead owner's calls without holding the lease (a reader
---            that serves no worker must never keep a session)
+--   'fence'  end a dead owner's open calls without holding the lease (a
+--            reader that serves no worker must never keep a session, nor
+--            refresh it: with no call open it changes nothing)
 -- A new epoch fences every earlier owner; each request stream the earlier
 -- owner left open then ends with a terminal JSON-RPC error.
 -- Returns {1, epoch, 0} held by this owner, {0, epoch, ttl left} held by
@@ -76,11 +77,16 @@ end
 if mode ~= 'create' and current == 0 then
   return {3, 0, 0}
 end
+if mode == 'fence' and redis.call('EXISTS', base .. 'open') == 0 then
+  -- No call to end: a reader must not touch (nor keep alive) a session
+  -- nobody runs.
+  return {3, 0, 0}
+end
 local epoch = redis.call('INCR', KEYS[1])
 if mode ~= 'fence' then
   hold(epoch)
+  redis.call('PEXPIRE', KEYS[1], ttl)
 end
-redis.call('PEXPIRE', KEYS[1], ttl)
 local open = redis.call('HGETALL', base .. 'open')
 local ended = 0
 for i = 1, #open, 2 do

@@ -25,6 +25,10 @@ struct Script {
     answers: VecDeque<Answer>,
     commits: Vec<Vec<MirrorOp>>,
     renewals: Vec<u64>,
+    /// The backend lost the session: the next renewal seeds it.
+    lost: bool,
+    /// Request streams the backend reports as answered.
+    answered: Vec<u64>,
 }
 
 #[derive(Default, Clone)]
@@ -63,8 +67,16 @@ impl SharedLog for Fake {
         epoch: u64,
         lowest_stream: u64,
     ) -> BoxFuture<'a, Result<Ownership, SharedLogError>> {
-        self.script().renewals.push(lowest_stream);
-        Box::pin(async move { Ok(Ownership::Owned { epoch }) })
+        let mut script = self.script();
+        script.renewals.push(lowest_stream);
+        let seeded = std::mem::take(&mut script.lost);
+        Box::pin(async move {
+            Ok(if seeded {
+                Ownership::Seeded { epoch }
+            } else {
+                Ownership::Owned { epoch }
+            })
+        })
     }
 
     fn release<'a>(&'a self, _: &'a str) -> BoxFuture<'a, Result<(), SharedLogError>> {
@@ -85,16 +97,29 @@ impl SharedLog for Fake {
         _: &'a str,
         _: u64,
         ops: Vec<MirrorOp>,
-    ) -> BoxFuture<'a, Result<(), SharedLogError>> {
+    ) -> BoxFuture<'a, Result<Vec<u64>, SharedLogError>> {
         let mut script = self.script();
         let answer = script.answers.pop_front().unwrap_or(Answer::Ok);
         let result = match answer {
             Answer::Ok => {
+                let dropped = ops
+                    .iter()
+                    .filter_map(|op| match op {
+                        MirrorOp::Append {
+                            stream: StreamId::Request(m),
+                            ..
+                        } if script.answered.contains(m) => Some(*m),
+                        _ => None,
+                    })
+                    .collect();
                 script.commits.push(ops);
-                Ok(())
+                Ok(dropped)
             }
             Answer::Unreachable => Err(unreachable()),
-            Answer::Lost => Err(SharedLogError::Lost),
+            Answer::Lost => {
+                script.lost = true;
+                Err(SharedLogError::Lost)
+            }
             Answer::Fenced => Err(SharedLogError::Fenced { current: 4 }),
         };
         Box::pin(async move { result })
@@ -211,18 +236,72 @@ async fn a_lost_session_is_seeded_again_with_its_open_calls() {
     mirror.append(StreamId::Request(100), 1, Some("1".into()), &gate);
     assert!(gate.committed(1).await);
     let script = fake.script();
-    assert_eq!(script.renewals, [164], "above every reserved number");
-    let last = script.commits.last().expect("a commit");
+    // One renewal seeds, one follows the recovered commit; both above
+    // every reserved number.
+    assert_eq!(script.renewals, [164, 164]);
+    let n = script.commits.len();
+    assert!(n >= 2, "{:?}", script.commits);
     assert_eq!(
-        last.as_slice(),
+        script.commits[n - 2..],
         [
-            MirrorOp::Open {
+            vec![MirrorOp::Open {
                 stream: 100,
                 request_id: "\"a\"".into()
-            },
-            append(StreamId::Request(100), 1)
-        ]
+            }],
+            vec![append(StreamId::Request(100), 1)]
+        ],
+        "the open call is registered again, then the batch retried"
     );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_seeding_renewal_registers_the_open_calls_again() {
+    let fake = Fake::default();
+    let mirror = mirror(&fake).await;
+    let gate = Gate::new(0);
+    mirror.write(MirrorOp::Open {
+        stream: 100,
+        request_id: "1".into(),
+    });
+    mirror.append(StreamId::Request(100), 0, Some("0".into()), &gate);
+    assert!(gate.committed(0).await);
+    fake.script().lost = true;
+    // The renewal comes a period after the start.
+    tokio::time::sleep(Duration::from_secs(3601)).await;
+    let script = fake.script();
+    assert_eq!(
+        script.commits.last().map(Vec::as_slice),
+        Some(
+            [MirrorOp::Open {
+                stream: 100,
+                request_id: "1".into()
+            }]
+            .as_slice()
+        )
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_append_the_log_dropped_ends_its_reader_instead_of_being_sent() {
+    let fake = Fake::default();
+    fake.script().answered.push(100);
+    let mirror = mirror(&fake).await;
+    let gate = Gate::new(0);
+    mirror.append(StreamId::Request(100), 0, Some("late".into()), &gate);
+    assert!(!gate.committed(0).await, "never sent");
+    assert!(!mirror.lost().is_cancelled(), "the session lives on");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_write_after_the_loss_closes_its_gate() {
+    let fake = Fake::answering(&[Answer::Fenced]);
+    let mirror = mirror(&fake).await;
+    let first = Gate::new(1);
+    mirror.append(StreamId::Standalone, 1, None, &first);
+    mirror.lost().cancelled().await;
+    let late = Gate::new(0);
+    mirror.append(StreamId::Request(7), 0, None, &late);
+    assert!(!late.committed(0).await, "its reader ends");
 }
 
 #[tokio::test(start_paused = true)]

@@ -206,11 +206,16 @@ impl<S: crate::ServerHandler + Send + 'static, M: SessionManager> StreamableHttp
         let session = request::session_id(request.headers());
         let legacy = request::protocol_version(request.headers())
             .is_ok_and(|version| crate::line::has_initialize(&version));
+        let shared = get::local_manager(self.session_manager.as_ref())
+            .and_then(crate::transport::streamable_http_server::session::local::LocalSessionManager::shared_log);
         if let (Some(session), true) = (&session, legacy) {
             match self.session_manager.has_session(session).await {
                 Ok(true) => {}
                 Ok(false) => match &self.config.session_store {
-                    None => return responses::not_found(),
+                    None => match &shared {
+                        Some(shared) if known(&**shared, session).await => {}
+                        _ => return responses::not_found(),
+                    },
                     Some(store) => match store.load(session.as_ref()).await {
                         Ok(Some(_)) => {}
                         Ok(None) => return responses::not_found(),
@@ -230,7 +235,27 @@ impl<S: crate::ServerHandler + Send + 'static, M: SessionManager> StreamableHttp
             && let Some(session) = &session
         {
             self.telemetry.forget(session);
+            // Only a `DELETE` forgets the session everywhere: the tombstone
+            // stops its owner, wherever it runs.
+            if let Some(shared) = &shared
+                && let Err(error) = shared.delete(session).await
+            {
+                return responses::internal_error("delete the shared session", &error);
+            }
         }
         response
     }
+}
+
+/// Whether the shared log knows `session` (an unreachable log counts as
+/// knowing it: the `DELETE` then fails with the log's error).
+async fn known(shared: &dyn rmcp_resume_core::shared::SharedLog, session: &str) -> bool {
+    let standalone = crate::transport::resumption::StreamId::Standalone;
+    !matches!(
+        shared
+            .read(session, standalone, u64::MAX, 1)
+            .await
+            .map(|s| s.lookup),
+        Ok(crate::transport::resumption::StreamLookup::SessionLost)
+    )
 }

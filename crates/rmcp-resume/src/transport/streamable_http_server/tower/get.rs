@@ -19,7 +19,7 @@ use super::stats::Counter;
 use crate::line::EventStream;
 use crate::transport::common::http_header::HEADER_LAST_EVENT_ID;
 use crate::transport::resumption::plan::FALLBACK_REASON;
-use crate::transport::resumption::{EventCursor, ReplayNotice, ResumeAnswer};
+use crate::transport::resumption::{EventCursor, ReplayNotice, ResumeAnswer, plan};
 use crate::transport::streamable_http_server::session::local::{
     EventId, LocalSessionManager, Resumption,
 };
@@ -195,12 +195,36 @@ impl<S: crate::ServerHandler + Send + 'static, M: SessionManager> StreamableHttp
         // An owner that took the session over (a restore) holds only what it
         // wrote itself; the earlier owner's events are in the shared log,
         // which also follows everything this owner commits from now on.
-        if let (ResumeAnswer::UnknownStream | ResumeAnswer::BelowFloor { .. }, Some(shared)) =
-            (&resumption.answer, local.shared_log())
+        if let Some(shared) = local.shared_log()
+            && self
+                .shared_knows_more(&*shared, session, id, &resumption.answer)
+                .await
         {
             return self.shared_get(shared, session, Some(cursor)).await;
         }
         self.answer(session, resumption)
+    }
+
+    /// Whether the shared log answers a resume better than this instance's
+    /// own logs did: a stream they do not know, a cursor below their floor,
+    /// or a standalone cursor of an earlier owner's life that the shared log
+    /// still replays exactly.
+    async fn shared_knows_more(
+        &self,
+        shared: &dyn rmcp_resume_core::shared::SharedLog,
+        session: &SessionId,
+        id: crate::transport::resumption::RmcpEventId,
+        local: &ResumeAnswer,
+    ) -> bool {
+        match local {
+            ResumeAnswer::UnknownStream | ResumeAnswer::BelowFloor { .. } => true,
+            ResumeAnswer::Fallback { .. } => match shared.read(session, id.stream_id(), 0, 1).await
+            {
+                Ok(snapshot) => matches!(plan(snapshot.lookup, id), ResumeAnswer::Replay { .. }),
+                Err(_) => false,
+            },
+            _ => false,
+        }
     }
 
     /// The HTTP answer, counter and log line for a planned resume: one

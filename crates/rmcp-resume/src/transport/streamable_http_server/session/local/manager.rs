@@ -334,9 +334,9 @@ impl SessionManager for LocalSessionManager {
     }
 
     async fn close_session(&self, id: &SessionId) -> Result<(), Self::Error> {
-        if let Some(SharedSlot(shared)) = &self.shared {
-            shared.delete(id).await?;
-        }
+        // Upstream calls this whenever a session's service ends here (an
+        // idle timeout, a takeover elsewhere), not only for a `DELETE`: the
+        // shared log forgets a session only on a `DELETE` (see the tower).
         let removed = self.sessions.write().await.remove(id);
         if let Some(handle) = removed {
             match handle.close().await {
