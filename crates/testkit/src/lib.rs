@@ -16,6 +16,7 @@
 //! | [`proxy`] | a TCP proxy that cuts connections on demand or at random (seeded) |
 //! | [`raw`] | a raw MCP session over HTTP, reading SSE frame by frame |
 //! | [`redis`](mod@redis) | a redis-server of the test's own, and the `server` example as separate instances sharing it |
+//! | [`redis_cluster`] | a Redis Cluster of the test's own on 127.0.0.1 (3 primaries, or 3 + 3 replicas), and failovers of a key's slot |
 //! | [`scenario`] | the cut-call scenario, run the same way on both sides |
 //! | [`shapes`] | [`ShapesServer`](shapes::ShapesServer): the client peer matrix's tools (`quick`, `quiet`, `poll`, `stream`), as the TypeScript and Python peers offer them |
 //! | [`soak`] | the churn soak (streamed calls, bursts, a standalone ticker, random cuts), tallied the same way on both sides |
@@ -39,6 +40,7 @@ pub mod progress;
 pub mod proxy;
 pub mod raw;
 pub mod redis;
+pub mod redis_cluster;
 pub mod scenario;
 pub mod server;
 pub mod shapes;
