@@ -225,6 +225,7 @@ impl LocalSessionWorker {
             && let Err(error) = self.append(stream, crate::line::retry_hint(retry)).await
         {
             self.session.close_request(m);
+            self.finish_shared(m);
             return Err(error);
         }
         let reader = self
@@ -346,10 +347,15 @@ impl LocalSessionWorker {
 
     /// Request `m` was cancelled: the shared log hears, and its routes go.
     fn completed(&mut self, m: HttpRequestId) {
+        self.finish_shared(m);
+        self.forget_routes(m);
+    }
+
+    /// Request stream `m` takes no more events: the shared log hears.
+    fn finish_shared(&self, m: HttpRequestId) {
         if let Some(mirror) = &self.mirror {
             mirror.write(MirrorOp::Finish { stream: m });
         }
-        self.forget_routes(m);
     }
 
     /// Request `m` is over: its routes go.

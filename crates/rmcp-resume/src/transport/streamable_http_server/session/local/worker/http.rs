@@ -85,6 +85,8 @@ impl LocalSessionWorker {
                 if let Some((extra, gone)) = self.session.close_request(id) {
                     self.routes.remove(extra.routes);
                     self.settle_all(gone);
+                    // Closed, answered or not: a takeover has nothing to end.
+                    self.finish_shared(id);
                 }
                 let _ = responder.send(Ok(()));
             }
