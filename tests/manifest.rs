@@ -26,6 +26,11 @@ const LINE_1: Line = Line {
     face: "crates/rmcp-1/Cargo.toml",
 };
 
+const LINE_2: Line = Line {
+    overlay: "crates/rmcp-resume-2/Cargo.toml",
+    face: "crates/rmcp-2/Cargo.toml",
+};
+
 fn manifest(path: PathBuf) -> toml::Table {
     let text =
         std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
@@ -126,8 +131,13 @@ fn overlay_1_accepts_every_upstream_1_feature_and_forwards_it() {
 }
 
 #[test]
+fn overlay_2_accepts_every_upstream_2_feature_and_forwards_it() {
+    accepts_every_upstream_feature_and_forwards_it(&LINE_2);
+}
+
+#[test]
 fn patch_faces_declare_their_overlays_features() {
-    for line in [LINE_3, LINE_1] {
+    for line in [LINE_3, LINE_2, LINE_1] {
         assert_eq!(
             features(&ours(line.face)),
             features(&ours(line.overlay)),
@@ -140,7 +150,7 @@ fn patch_faces_declare_their_overlays_features() {
 
 #[test]
 fn patch_faces_carry_upstream_version_and_tag() {
-    for line in [LINE_3, LINE_1] {
+    for line in [LINE_3, LINE_2, LINE_1] {
         let version = pinned(&ours(line.overlay));
         let face = ours(line.face);
         assert_eq!(face["package"]["name"].as_str(), Some("rmcp"));

@@ -1,5 +1,5 @@
 //! Proof (b): each `[patch.crates-io]` face replaces rmcp in an application
-//! that asks for plain `rmcp = "3.11"` or `rmcp = "1.8"`, and it builds
+//! that asks for plain `rmcp = "3.11"`, `rmcp = "2.2"` or `rmcp = "1.8"`, and it builds
 //! offline.
 //!
 //! A face takes upstream from upstream's git tag. Nothing of upstream is
@@ -47,6 +47,14 @@ const FACE_1: Face = Face {
     version: "1.8.0",
     requirement: "1.8",
     fixture: "patch-app-1",
+    result: "patched",
+};
+
+const FACE_2: Face = Face {
+    dir: "crates/rmcp-2",
+    version: "2.2.0",
+    requirement: "2.2",
+    fixture: "patch-app-2",
     result: "patched",
 };
 
@@ -291,4 +299,9 @@ fn patch_face_replaces_crates_io_rmcp_offline() {
 #[test]
 fn patch_face_1_replaces_crates_io_rmcp_1_offline() {
     prove(&FACE_1);
+}
+
+#[test]
+fn patch_face_2_replaces_crates_io_rmcp_2_offline() {
+    prove(&FACE_2);
 }

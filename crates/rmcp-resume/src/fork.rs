@@ -3,13 +3,9 @@
 //! Upstream has no `fork` module, so `rmcp::fork` compiling at all proves that
 //! the build resolved `rmcp` to this crate rather than to crates.io's rmcp.
 
-/// The upstream rmcp release this build overlays; the overlay pins it exactly.
-#[cfg(not(rmcp_line_1))]
-pub const UPSTREAM_VERSION: &str = "3.11.0";
-
-/// The upstream rmcp release this build overlays; the overlay pins it exactly.
-#[cfg(rmcp_line_1)]
-pub const UPSTREAM_VERSION: &str = "1.8.0";
+/// The upstream rmcp release this build overlays; the overlay pins it exactly
+/// (`3.11.0`, `2.2.0` or `1.8.0`, by line).
+pub const UPSTREAM_VERSION: &str = crate::line::UPSTREAM_VERSION;
 
 /// The release of the fork itself.
 pub const FORK_VERSION: &str = "0.1.0";

@@ -1,13 +1,14 @@
 //! `rmcp-resume`: upstream [rmcp] with a streamable-HTTP transport whose
 //! resumption cannot loop and cannot lose events silently.
 //!
-//! One source, two upstream lines: `rmcp-resume` overlays rmcp 3.11.0 and
-//! `rmcp-resume-1` overlays rmcp 1.8.0 ([`fork::UPSTREAM_VERSION`] says
-//! which). Everything upstream exports is re-exported unchanged, so an
+//! One source, three upstream lines: `rmcp-resume` overlays rmcp 3.11.0,
+//! `rmcp-resume-2` rmcp 2.2.0 and `rmcp-resume-1` rmcp 1.8.0
+//! ([`fork::UPSTREAM_VERSION`] says which). Everything upstream exports is re-exported unchanged, so an
 //! application switches by renaming the dependency:
 //!
 //! ```toml
 //! rmcp = { package = "rmcp-resume", version = "0.1", features = ["server"] }    # rmcp 3.x
+//! rmcp = { package = "rmcp-resume-2", version = "0.1", features = ["server"] }  # rmcp 2.x
 //! rmcp = { package = "rmcp-resume-1", version = "0.1", features = ["server"] }  # rmcp 1.x
 //! ```
 //!
@@ -45,7 +46,6 @@ pub use upstream::*;
 
 pub mod fork;
 
-#[cfg(any(feature = "client", feature = "server"))]
 mod line;
 
 #[cfg(any(feature = "client", feature = "server"))]

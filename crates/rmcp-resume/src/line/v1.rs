@@ -1,5 +1,17 @@
 //! The 1.8 line: no event store, no SEP-2260 request association, no
 //! response size limits, and a GET only with a session.
+//!
+//! The 2.2 line keeps all of that and is compiled from this file too; it
+//! differs from 1.8 only where `cfg(rmcp_line_2)` says: a cancellation whose
+//! request id is optional, and its version.
+
+/// The upstream release this line overlays.
+#[cfg(not(rmcp_line_2))]
+pub(crate) const UPSTREAM_VERSION: &str = "1.8.0";
+
+/// The upstream release this line overlays.
+#[cfg(rmcp_line_2)]
+pub(crate) const UPSTREAM_VERSION: &str = "2.2.0";
 
 /// 1.8 serves every revision it knows with `initialize` and sessions.
 #[cfg(any(
@@ -11,11 +23,19 @@ pub(crate) fn has_initialize(_version: &crate::model::ProtocolVersion) -> bool {
 }
 
 /// In 1.8 a cancellation always names its request.
-#[cfg(feature = "transport-streamable-http-server-session")]
+#[cfg(all(feature = "transport-streamable-http-server-session", not(rmcp_line_2)))]
 pub(crate) fn cancelled_request(
     params: &crate::model::CancelledNotificationParam,
 ) -> Option<crate::model::RequestId> {
     Some(params.request_id.clone())
+}
+
+/// In 2.2 a cancellation may name no request (as in 3.11).
+#[cfg(all(feature = "transport-streamable-http-server-session", rmcp_line_2))]
+pub(crate) fn cancelled_request(
+    params: &crate::model::CancelledNotificationParam,
+) -> Option<crate::model::RequestId> {
+    params.request_id.clone()
 }
 
 #[cfg(feature = "transport-streamable-http-server-session")]

@@ -1,5 +1,8 @@
 //! The 3.11 line: upstream has everything the glue asks for.
 
+/// The upstream release this line overlays.
+pub(crate) const UPSTREAM_VERSION: &str = "3.11.0";
+
 /// Whether `version` has `initialize`, and so sessions and resumable streams.
 #[cfg(any(
     feature = "transport-streamable-http-client",
