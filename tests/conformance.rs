@@ -192,6 +192,19 @@ async fn everything_server_1_passes_the_whole_server_suite() -> anyhow::Result<(
     Ok(())
 }
 
+/// The same suite, the same empty baseline, against the everything server
+/// built on the 2.x line (`rmcp-resume-2` over rmcp 2.2.0).
+#[tokio::test]
+async fn everything_server_2_passes_the_whole_server_suite() -> anyhow::Result<()> {
+    let served = rmcp_resume_testkit_2::TestServer::everything()
+        .serve()
+        .await?;
+    server_suite("server-2", &served.url).await?;
+    let stats = served.resume_stats();
+    assert!(stats.is_some_and(|stats| stats.replayed >= 1), "{stats:?}");
+    Ok(())
+}
+
 async fn client_scenario(scenario: &str, expected_checks: &[&str]) -> anyhow::Result<()> {
     let suite = Suite::new(&format!("client-{scenario}"))?;
     let command = env!("CARGO_BIN_EXE_conformance-client");
