@@ -4,6 +4,12 @@
 //! markdown table (seed, faults applied by kind, calls, events received,
 //! anomalies by kind), then every anomaly with its seed and history.
 //!
+//! `--cluster` runs the instances on a Redis Cluster (3 primaries, 3
+//! replicas) instead of one Redis: there the kinds `failover` and
+//! `primary-kill` apply, `redis-pause` stops one primary, `redis-stop`
+//! every node, and `redis-restart` is skipped (see
+//! `rmcp_resume_testkit::faults`).
+//!
 //! Other flags: `--clients C` (4), `--lease-ms L` (1000), `--window W` (32),
 //! `--post-first P` (percent of resumes, 35), `--no-standalone`,
 //! `--details D` (anomalies shown per kind, 3), `--server PATH`.
@@ -12,7 +18,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use rmcp_resume_testkit::faults::{self, FaultKind, Report, RunConfig};
+use rmcp_resume_testkit::faults::{self, Backend, FaultKind, Report, RunConfig};
 
 struct Args {
     seeds: Vec<u64>,
@@ -26,6 +32,7 @@ struct Args {
     standalone: bool,
     details: usize,
     server: Option<PathBuf>,
+    backend: Backend,
 }
 
 fn parse() -> Result<Args, String> {
@@ -41,6 +48,7 @@ fn parse() -> Result<Args, String> {
         standalone: true,
         details: 3,
         server: None,
+        backend: Backend::Redis,
     };
     let mut it = std::env::args().skip(1);
     let number = |name: &str, value: Option<String>| -> Result<u64, String> {
@@ -61,6 +69,7 @@ fn parse() -> Result<Args, String> {
             "--post-first" => args.post_first = number("--post-first", it.next())?,
             "--details" => args.details = number("--details", it.next())? as usize,
             "--no-standalone" => args.standalone = false,
+            "--cluster" => args.backend = Backend::Cluster,
             "--kinds" => {
                 args.kinds = FaultKind::parse_list(&it.next().ok_or("--kinds needs a value")?)?
             }
@@ -125,9 +134,20 @@ fn main() {
             std::process::exit(2);
         }
     };
-    let kinds: Vec<&str> = args.kinds.iter().map(|k| k.name()).collect();
+    let cluster = args.backend == Backend::Cluster;
+    let kinds: Vec<&str> = args
+        .kinds
+        .iter()
+        .filter(|k| k.applies_to(cluster))
+        .map(|k| k.name())
+        .collect();
     println!(
-        "fault checker: seeds {:?}, {} faults each ({}), {} instances, {} clients, lease {:?}, window {:?}\n",
+        "fault checker{}: seeds {:?}, {} faults each ({}), {} instances, {} clients, lease {:?}, window {:?}\n",
+        if cluster {
+            " on a Redis Cluster (3 primaries, 3 replicas)"
+        } else {
+            ""
+        },
         args.seeds,
         args.faults,
         kinds.join(","),
@@ -148,12 +168,19 @@ fn main() {
         config.window = args.window;
         config.post_first_percent = args.post_first;
         config.standalone = args.standalone;
+        config.backend = args.backend;
         match runtime.block_on(faults::run(&config)) {
             Ok(report) => {
                 println!("{}", report.table_row());
                 reports.push(report);
             }
             Err(error) => println!("| {seed} | run failed: {error} | | | | | | | |"),
+        }
+    }
+    if cluster {
+        println!();
+        for report in &reports {
+            println!("{}", report.fault_summary());
         }
     }
     let mut found = false;

@@ -4,16 +4,22 @@
 //! a failure prints its seed: replay it with
 //! `cargo bench --bench faults -- --seed S --faults N --kinds ...`.
 //!
-//! `cargo bench --bench faults` is the long run, with every fault kind.
+//! `cargo bench --bench faults` is the long run, with every fault kind
+//! (`-- --cluster` on a Redis Cluster).
 
 use std::time::Duration;
 
-use rmcp_resume_testkit::faults::{self, FaultKind, Report, RunConfig};
+use rmcp_resume_testkit::faults::{self, Backend, FaultKind, Report, RunConfig};
 use rmcp_resume_testkit::redis::server_example;
 
 /// Runs `seed` with `kinds` and fails with the anomalies in full.
 async fn check(seed: u64, faults_count: usize, kinds: &[FaultKind]) {
+    check_on(Backend::Redis, seed, faults_count, kinds).await;
+}
+
+async fn check_on(backend: Backend, seed: u64, faults_count: usize, kinds: &[FaultKind]) {
     let mut config = RunConfig::new(seed, server_example());
+    config.backend = backend;
     config.faults = faults_count;
     config.kinds = kinds.iter().copied().collect();
     config.gap = (Duration::from_millis(300), Duration::from_millis(1200));
@@ -53,6 +59,21 @@ async fn redis_pauses_and_restarts_are_reported_never_silent() {
             FaultKind::RedisStop,
             FaultKind::RedisRestart,
         ],
+    )
+    .await;
+}
+
+/// Three instances on a Redis Cluster (3 primaries, 3 replicas): failovers
+/// of a live session's slot (manual or forced) among cuts and kills.
+/// Replay: `cargo bench --bench faults -- --cluster --seed 3 --faults 8
+/// --kinds cut,kill,failover`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failovers_on_a_redis_cluster_are_reported_never_silent() {
+    check_on(
+        Backend::Cluster,
+        3,
+        8,
+        &[FaultKind::Cut, FaultKind::Kill, FaultKind::Failover],
     )
     .await;
 }

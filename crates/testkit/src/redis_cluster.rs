@@ -150,39 +150,76 @@ impl RedisCluster {
             let Some(port) = free_port_pair(attempt) else {
                 continue;
             };
-            let mut child = Command::new(server_binary())
-                .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
-                .args(["--cluster-enabled", "yes", "--cluster-config-file"])
-                .arg(self.dir.join(format!("nodes-{port}.conf")))
-                .args(["--cluster-node-timeout", "1000"])
-                .args(["--save", "", "--appendonly", "no", "--daemonize", "no"])
-                .args(["--maxmemory-policy", "noeviction", "--dir"])
-                .arg(&self.dir)
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .expect("redis-server (the Debian package redis-server) must be installed");
-            let deadline = Instant::now() + NODE_LIMIT;
-            loop {
-                if let Ok(Some(_)) = child.try_wait() {
-                    // Lost the port (or the bus port) to another process.
-                    break;
-                }
-                if cli(port, &["PING"]).is_some_and(|pong| pong.trim() == "PONG") {
-                    return Node {
-                        port,
-                        child: Some(child),
-                    };
-                }
-                if Instant::now() > deadline {
-                    let _ = child.kill();
-                    let _ = child.wait();
-                    break;
-                }
-                std::thread::sleep(Duration::from_millis(50));
+            if let Some(child) = self.spawn(port) {
+                return Node {
+                    port,
+                    child: Some(child),
+                };
             }
         }
         panic!("no redis-server cluster node started on 127.0.0.1");
+    }
+
+    /// A redis-server on `port` with this cluster's settings and its own
+    /// cluster config file; `None` if it did not answer `PING` within 10 s
+    /// (or exited: the port or the bus port was taken).
+    fn spawn(&self, port: u16) -> Option<Child> {
+        let mut child = Command::new(server_binary())
+            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+            .args(["--cluster-enabled", "yes", "--cluster-config-file"])
+            .arg(self.dir.join(format!("nodes-{port}.conf")))
+            .args(["--cluster-node-timeout", "1000"])
+            .args(["--save", "", "--appendonly", "no", "--daemonize", "no"])
+            .args(["--maxmemory-policy", "noeviction", "--dir"])
+            .arg(&self.dir)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("redis-server (the Debian package redis-server) must be installed");
+        let deadline = Instant::now() + NODE_LIMIT;
+        loop {
+            if let Ok(Some(_)) = child.try_wait() {
+                return None;
+            }
+            if cli(port, &["PING"]).is_some_and(|pong| pong.trim() == "PONG") {
+                return Some(child);
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Starts the killed node on `port` again, on the same port with its
+    /// cluster config file (and no data: persistence is off). It rejoins
+    /// the cluster; if its slots were failed over meanwhile it comes back
+    /// as a replica of their new primary. Returns whether it answers
+    /// (at most 10 s); a node still running is left alone.
+    pub fn restart(&mut self, port: u16) -> bool {
+        if self.node(port).child.is_some() {
+            return true;
+        }
+        let child = self.spawn(port);
+        let started = child.is_some();
+        self.node(port).child = child;
+        started
+    }
+
+    /// The ports of every node, running or killed.
+    pub fn all_ports(&self) -> Vec<u16> {
+        self.nodes.iter().map(|n| n.port).collect()
+    }
+
+    /// The process id of the node on `port`, if it is running.
+    pub fn pid(&self, port: u16) -> Option<u32> {
+        self.nodes
+            .iter()
+            .find(|n| n.port == port)
+            .and_then(|n| n.child.as_ref())
+            .map(Child::id)
     }
 
     /// The ports of the nodes still running.

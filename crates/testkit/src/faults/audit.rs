@@ -1,10 +1,15 @@
 //! What Redis holds, read directly: the events a stream committed (to check
 //! that nothing was sent that Redis did not commit) and its client count
 //! (to check that nothing leaks connections).
+//!
+//! On a Redis Cluster every command goes through a cluster connection, to
+//! the primary of its key's slot (a session's keys share its `{session}`
+//! hash tag); the client count is the sum over every node.
 
 use std::time::Duration;
 
-use redis::aio::MultiplexedConnection;
+use redis::aio::{ConnectionLike, MultiplexedConnection};
+use redis::cluster_async::ClusterConnection;
 
 /// The key prefix the `server` example uses (`RedisLogConfig`'s default).
 pub const PREFIX: &str = "rmcp-resume";
@@ -12,7 +17,34 @@ pub const PREFIX: &str = "rmcp-resume";
 /// How long one Redis command may take here.
 const LIMIT: Duration = Duration::from_secs(3);
 
-/// A connection of the checker's own.
+/// Where the shared log lives.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    /// One Redis, at this URL.
+    Single(String),
+    /// A Redis Cluster: every node's `redis://host:port`, running or not.
+    Cluster(Vec<String>),
+}
+
+impl Target {
+    /// The `server` example's arguments for it.
+    pub fn server_args(&self) -> Vec<String> {
+        match self {
+            Target::Single(url) => vec!["--redis".to_owned(), url.clone()],
+            Target::Cluster(nodes) => vec!["--redis-cluster".to_owned(), nodes.join(",")],
+        }
+    }
+}
+
+/// A connection of the checker's own: to one Redis, or routed by slot.
+pub enum Conn {
+    /// One Redis.
+    Single(MultiplexedConnection),
+    /// A Redis Cluster.
+    Cluster(ClusterConnection),
+}
+
+/// A connection of the checker's own to one Redis (or one node).
 pub async fn connect(url: &str) -> anyhow::Result<MultiplexedConnection> {
     let client = redis::Client::open(url)?;
     let conn = tokio::time::timeout(LIMIT, client.get_multiplexed_async_connection())
@@ -21,14 +53,38 @@ pub async fn connect(url: &str) -> anyhow::Result<MultiplexedConnection> {
     Ok(conn)
 }
 
-async fn query<T: redis::FromRedisValue>(
-    conn: &mut MultiplexedConnection,
+/// A connection of the checker's own to `target`.
+pub async fn connect_to(target: &Target) -> anyhow::Result<Conn> {
+    match target {
+        Target::Single(url) => Ok(Conn::Single(connect(url).await?)),
+        Target::Cluster(nodes) => {
+            let client = redis::cluster::ClusterClient::builder(nodes.iter().cloned())
+                .connection_timeout(LIMIT)
+                .response_timeout(LIMIT)
+                .build()?;
+            let conn = tokio::time::timeout(LIMIT * 2, client.get_async_connection())
+                .await
+                .map_err(|_| anyhow::anyhow!("no cluster connection within {:?}", LIMIT * 2))??;
+            Ok(Conn::Cluster(conn))
+        }
+    }
+}
+
+async fn query<T: redis::FromRedisValue, C: ConnectionLike + Send>(
+    conn: &mut C,
     cmd: &redis::Cmd,
 ) -> anyhow::Result<T> {
     tokio::time::timeout(LIMIT, cmd.query_async(conn))
         .await
         .map_err(|_| anyhow::anyhow!("Redis did not answer within {LIMIT:?}"))?
         .map_err(Into::into)
+}
+
+async fn ask<T: redis::FromRedisValue>(conn: &mut Conn, cmd: &redis::Cmd) -> anyhow::Result<T> {
+    match conn {
+        Conn::Single(conn) => query(conn, cmd).await,
+        Conn::Cluster(conn) => query(conn, cmd).await,
+    }
 }
 
 /// Redis's normal clients other than the one asking, and the list itself.
@@ -41,6 +97,54 @@ pub async fn clients(url: &str) -> anyhow::Result<(usize, String)> {
     .await?;
     let count = list.lines().filter(|l| !l.trim().is_empty()).count();
     Ok((count.saturating_sub(1), list))
+}
+
+/// [`clients`] of `target`. On a cluster: the count of the busiest node
+/// (each instance's cluster connection holds at most one connection per
+/// node, and keeps the one to a primary demoted by a failover, so the sum
+/// grows with failovers while no node exceeds one per instance), and the
+/// lists of every node that answers, after the sum (a node that does not
+/// answer is reported there).
+pub async fn clients_of(target: &Target) -> anyhow::Result<(usize, String)> {
+    match target {
+        Target::Single(url) => clients(url).await,
+        Target::Cluster(nodes) => {
+            let mut total = 0;
+            let mut busiest = 0;
+            let mut lists = String::new();
+            let mut answered = 0;
+            for node in nodes {
+                match clients(node).await {
+                    Ok((count, list)) => {
+                        answered += 1;
+                        total += count;
+                        busiest = busiest.max(count);
+                        let role = role(node).await.unwrap_or_else(|e| e.to_string());
+                        for line in list.lines().filter(|l| !l.trim().is_empty()) {
+                            lists.push_str(&format!("{node} ({role}): {line}\n"));
+                        }
+                    }
+                    Err(error) => lists.push_str(&format!("{node}: no answer: {error}\n")),
+                }
+            }
+            anyhow::ensure!(answered > 0, "no cluster node answered: {lists}");
+            Ok((
+                busiest,
+                format!("{total} clients over {answered} nodes (busiest {busiest})\n{lists}"),
+            ))
+        }
+    }
+}
+
+/// A node's role (`master`, `slave`).
+async fn role(url: &str) -> anyhow::Result<String> {
+    let mut conn = connect(url).await?;
+    let role: Vec<redis::Value> = query(&mut conn, &redis::cmd("ROLE")).await?;
+    match role.first() {
+        Some(redis::Value::BulkString(bytes)) => Ok(String::from_utf8_lossy(bytes).into_owned()),
+        Some(redis::Value::SimpleString(text)) => Ok(text.clone()),
+        other => Ok(format!("{other:?}")),
+    }
 }
 
 /// `CLIENT PAUSE ms ALL`.
@@ -57,6 +161,23 @@ pub async fn pause_clients(url: &str, hold: Duration) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The cluster slot of a session's keys (CRC16/XMODEM of its hash tag,
+/// modulo 16384).
+pub fn session_slot(session: &str) -> u16 {
+    let mut crc: u16 = 0;
+    for byte in session.bytes() {
+        crc ^= u16::from(byte) << 8;
+        for _ in 0..8 {
+            crc = if crc & 0x8000 != 0 {
+                (crc << 1) ^ 0x1021
+            } else {
+                crc << 1
+            };
+        }
+    }
+    crc % 16384
+}
+
 /// How a stream's key is named: `s` for the standalone stream, else `M`.
 pub fn stream_field(stream: Option<u64>) -> String {
     stream.map_or_else(|| "s".to_owned(), |m| m.to_string())
@@ -64,13 +185,10 @@ pub fn stream_field(stream: Option<u64>) -> String {
 
 /// Whether Redis still knows `session` (its epoch key), and whether it
 /// holds its deletion tombstone.
-pub async fn session_known(
-    conn: &mut MultiplexedConnection,
-    session: &str,
-) -> anyhow::Result<(bool, bool)> {
+pub async fn session_known(conn: &mut Conn, session: &str) -> anyhow::Result<(bool, bool)> {
     let base = format!("{PREFIX}:{{{session}}}:");
-    let epoch: bool = query(conn, redis::cmd("EXISTS").arg(format!("{base}epoch"))).await?;
-    let gone: bool = query(conn, redis::cmd("EXISTS").arg(format!("{base}gone"))).await?;
+    let epoch: bool = ask(conn, redis::cmd("EXISTS").arg(format!("{base}epoch"))).await?;
+    let gone: bool = ask(conn, redis::cmd("EXISTS").arg(format!("{base}gone"))).await?;
     Ok((epoch, gone))
 }
 
@@ -87,7 +205,7 @@ pub enum Stored {
 
 /// Event `index` of `stream` of `session`.
 pub async fn stored_event(
-    conn: &mut MultiplexedConnection,
+    conn: &mut Conn,
     session: &str,
     stream: Option<u64>,
     index: u64,
@@ -95,7 +213,7 @@ pub async fn stored_event(
     let field = stream_field(stream);
     let base = format!("{PREFIX}:{{{session}}}:");
     let entry = format!("{index}-1");
-    let entries: Vec<(String, Vec<(String, String)>)> = query(
+    let entries: Vec<(String, Vec<(String, String)>)> = ask(
         conn,
         redis::cmd("XRANGE")
             .arg(format!("{base}x:{field}"))
@@ -107,7 +225,7 @@ pub async fn stored_event(
         let data = fields.into_iter().find(|(k, _)| k == "d").map(|(_, v)| v);
         return Ok(Stored::Event(data));
     }
-    let floor: Option<u64> = query(
+    let floor: Option<u64> = ask(
         conn,
         redis::cmd("HGET")
             .arg(format!("{base}m:{field}"))
@@ -128,7 +246,8 @@ mod tests {
     #[tokio::test]
     async fn reads_an_event_as_the_log_stores_it_and_tells_trimmed_from_missing() {
         let redis = RedisProc::start().expect("redis-server");
-        let mut conn = connect(&redis.url()).await.expect("connect");
+        let mut raw = connect(&redis.url()).await.expect("connect");
+        let mut conn = Conn::Single(raw.clone());
         let base = format!("{PREFIX}:{{s1}}:");
         let () = redis::cmd("XADD")
             .arg(format!("{base}x:3"))
@@ -137,7 +256,7 @@ mod tests {
             .arg(r#"{"a":1}"#)
             .arg("t")
             .arg("1")
-            .query_async(&mut conn)
+            .query_async(&mut raw)
             .await
             .map(|_: String| ())
             .expect("XADD");
@@ -145,7 +264,7 @@ mod tests {
             .arg(format!("{base}m:3"))
             .arg("floor")
             .arg(5)
-            .query_async(&mut conn)
+            .query_async(&mut raw)
             .await
             .map(|_: u64| ())
             .expect("HSET");
@@ -169,5 +288,13 @@ mod tests {
         );
         let (count, _) = clients(&redis.url()).await.expect("clients");
         assert_eq!(count, 1, "this test's own connection");
+    }
+
+    #[test]
+    fn a_session_slot_is_the_cluster_keyslot_of_its_hash_tag() {
+        // CLUSTER KEYSLOT values from Redis's documentation and tests.
+        assert_eq!(session_slot("123456789"), 0x31C3);
+        assert_eq!(session_slot("foo"), 12182);
+        assert_eq!(session_slot("somekey"), 11058);
     }
 }

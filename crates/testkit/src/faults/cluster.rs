@@ -1,6 +1,7 @@
 //! The processes under test: one redis-server on a Unix socket that can be
 //! restarted in place (persistence off), and instances of the `server`
-//! example that can be killed, stopped and replaced.
+//! example (on it, or on a Redis Cluster) that can be killed, stopped and
+//! replaced.
 
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader};
@@ -121,8 +122,8 @@ fn unique() -> u64 {
 pub struct NodeConfig {
     /// The `server` example's binary.
     pub server: PathBuf,
-    /// The shared Redis.
-    pub redis_url: String,
+    /// The shared Redis, or Redis Cluster.
+    pub redis: super::audit::Target,
     /// `--lease-ms`.
     pub lease: Duration,
     /// `--window`, if set.
@@ -146,7 +147,8 @@ impl Node {
             command.arg("--window").arg(window.to_string());
         }
         let mut child = command
-            .args(["--bind", "127.0.0.1:0", "--redis", &config.redis_url])
+            .args(["--bind", "127.0.0.1:0"])
+            .args(config.redis.server_args())
             .arg("--lease-ms")
             .arg(config.lease.as_millis().to_string())
             .env("RUST_LOG", "info")

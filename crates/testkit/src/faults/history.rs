@@ -208,6 +208,21 @@ impl Recorder {
         }
     }
 
+    /// The distinct sessions of the last `chains` chains, newest first:
+    /// the sessions likely under way now.
+    pub fn recent_sessions(&self, chains: usize) -> Vec<String> {
+        let Ok(history) = self.history.lock() else {
+            return Vec::new();
+        };
+        let mut sessions: Vec<String> = Vec::new();
+        for chain in history.chains.iter().rev().take(chains) {
+            if !sessions.contains(&chain.session) {
+                sessions.push(chain.session.clone());
+            }
+        }
+        sessions
+    }
+
     /// A copy of everything so far.
     pub fn snapshot(&self) -> History {
         self.history.lock().map(|h| h.clone()).unwrap_or_default()

@@ -1,23 +1,55 @@
 //! A seeded, bounded, Jepsen-style fault checker for several server
-//! instances sharing one Redis.
+//! instances sharing one Redis, or one Redis Cluster ([`Backend`]).
 //!
 //! | Part | What |
 //! |---|---|
 //! | [`rng`] | the seeded generator everything is drawn from |
 //! | [`schedule`] | the fault schedule: kinds (each switchable), targets, durations |
-//! | [`cluster`] | redis-server (restartable in place) and instances of the `server` example |
+//! | [`cluster`] | redis-server (restartable in place) and instances of the `server` example (`--redis` or `--redis-cluster`) |
 //! | [`net`] | a proxy per (client, instance) that follows restarts and can be cut |
 //! | [`control`] | what the nemesis tells the clients: instances up, faults under way, stop |
 //! | [`nemesis`] | applies the schedule and heals |
 //! | [`client`] | recording raw HTTP/SSE clients: calls, standalone streams, GET-first and POST-first resumes |
 //! | [`history`] | what the clients saw, step by step |
 //! | [`checker`] | what must hold, and anomalies as values |
-//! | [`audit`] | Redis read directly: committed events, client counts |
+//! | [`audit`] | Redis read directly (routed by slot on a cluster): committed events, client counts |
 //! | [`report`] | the markdown row and the anomalies in full |
 //!
 //! [`run`] runs one seed: Redis, the instances, the proxies, the clients and
 //! the nemesis, then heals everything, lets the calls end, checks the
 //! histories, what Redis committed and its client count.
+//!
+//! # On a Redis Cluster
+//!
+//! With [`Backend::Cluster`] the log is on 3 primaries with a replica each
+//! ([`crate::redis_cluster`]); the instances run with `--redis-cluster`, the
+//! audit reads each session's keys from the primary of their slot (a
+//! cluster connection routes by the `{session}` hash tag), and the client
+//! count is read from every node. The Redis fault kinds mean
+//! ([`FaultKind::applies_to`]):
+//!
+//! | kind | on a Redis Cluster |
+//! |---|---|
+//! | `redis-pause` | `SIGSTOP` of the primary of a live session's slot, `SIGCONT` after 0.2–3 s (beyond the 1 s node timeout its replica takes over) |
+//! | `redis-stop` | `SIGSTOP` of every node at once, `SIGCONT` after 0.2–3 s |
+//! | `redis-restart` | skipped (`primary-kill` is a primary losing its data) |
+//! | `failover` | `CLUSTER FAILOVER` (manual, half the time) or `CLUSTER FAILOVER TAKEOVER` on the replica of a live session's slot |
+//! | `primary-kill` | `kill -9` of that primary, a wait for its replica's promotion, then the node started again (empty: it rejoins as a replica) |
+//!
+//! The leak check (rule 5) holds per node: no node has more clients than
+//! its share of the live instances at the start (one each); the table's
+//! "Redis clients" is then the busiest node's count.
+//!
+//! `failover` and `primary-kill` are skipped on a single Redis. After each
+//! Redis fault the nemesis waits (at most 20 s) for the cluster to settle.
+//! Replication is asynchronous: a forced failover, or a killed or stopped
+//! primary replaced by its replica, may lose writes the old primary had
+//! acknowledged. For a session whose slot changed primary that way after it
+//! began, the checker allows what it allows every session after a single
+//! Redis's restart (a `404`, a `400` without a floor, the session or an
+//! event gone from Redis) — but an event Redis holds must still be the one
+//! received, and every other rule holds. A manual failover loses nothing,
+//! so it allows nothing.
 
 pub mod audit;
 pub mod checker;
@@ -42,11 +74,24 @@ pub use checker::Anomaly;
 pub use report::Report;
 pub use schedule::{FaultKind, Schedule, ScheduleConfig};
 
+/// Where the instances share their log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Backend {
+    /// One redis-server (`--redis`).
+    #[default]
+    Redis,
+    /// A Redis Cluster of 3 primaries with a replica each
+    /// (`--redis-cluster`).
+    Cluster,
+}
+
 /// One run's settings.
 #[derive(Debug, Clone)]
 pub struct RunConfig {
     /// Everything random follows from it.
     pub seed: u64,
+    /// One Redis or a Redis Cluster.
+    pub backend: Backend,
     /// The `server` example's binary.
     pub server: PathBuf,
     /// Instances.
@@ -82,6 +127,7 @@ impl RunConfig {
     pub fn new(seed: u64, server: PathBuf) -> Self {
         Self {
             seed,
+            backend: Backend::Redis,
             server,
             instances: 3,
             clients: 4,
@@ -110,6 +156,7 @@ pub async fn run(config: &RunConfig) -> anyhow::Result<Report> {
         config.clients,
         config.lease,
         config.window,
+        config.backend == Backend::Cluster,
         proxies.clone(),
     )
     .await?;
@@ -130,7 +177,7 @@ async fn run_on(
         config.lease,
         config.slack,
     ));
-    let (baseline, _) = audit::clients(&cluster.redis_url).await?;
+    let (baseline, _) = audit::clients_of(&cluster.target).await?;
     let per_instance = baseline.div_ceil(config.instances.max(1));
     let schedule = Schedule::generate(
         config.seed,
@@ -141,6 +188,7 @@ async fn run_on(
             clients: config.clients,
             lease: config.lease,
             gap: config.gap,
+            cluster: config.backend == Backend::Cluster,
         },
     );
     let mut tasks = Vec::new();
@@ -168,13 +216,13 @@ async fn run_on(
         }
     }
     // Rule 5: the clients are gone; Redis's client count returns to each
-    // live instance's steady connections.
+    // live instance's steady connections (on a cluster: on every node).
     let live = ctl.live_slots().len();
     let expected = per_instance * live;
     let deadline = Instant::now() + config.leak_wait;
     let mut after = (usize::MAX, String::new());
     for _ in 0..200 {
-        match audit::clients(&cluster.redis_url).await {
+        match audit::clients_of(&cluster.target).await {
             Ok(now) => after = now,
             Err(error) => after = (usize::MAX, error.to_string()),
         }
@@ -199,7 +247,7 @@ async fn run_on(
         slack: config.slack,
     };
     let mut anomalies = checker::check(&history, &applied, bounds);
-    anomalies.extend(checker::commits(&history, &applied, &cluster.redis_url).await?);
+    anomalies.extend(checker::commits(&history, &applied, &cluster.target).await?);
     if after.0 > expected {
         anomalies.push(Anomaly::Leak {
             baseline: expected,

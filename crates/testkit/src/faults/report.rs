@@ -25,7 +25,9 @@ pub struct Report {
     pub events: usize,
     /// Resumes sent (`GET` with `Last-Event-ID`).
     pub resumes: usize,
-    /// Redis clients before the clients ran, and after they left.
+    /// Redis clients allowed after the run (each live instance's share of
+    /// the count before the clients ran), and the count after they left
+    /// (on a Redis Cluster: the busiest node's).
     pub redis_clients: (usize, usize),
     /// Why calls ended unconfirmed (the client could not tell whether
     /// the server got them), by reason.
@@ -154,6 +156,32 @@ impl Report {
         )
     }
 
+    /// What the faults did beyond their kind: how many moved a Redis
+    /// Cluster slot range to another primary (and how many of those may
+    /// have lost acknowledged writes), and those that failed to apply.
+    pub fn fault_summary(&self) -> String {
+        let moved = self.faults.iter().filter(|f| f.note.is_some()).count();
+        let lossy = self
+            .faults
+            .iter()
+            .filter(|f| !f.lost_slots.is_empty())
+            .count();
+        let mut out = format!(
+            "seed {}: {moved} fault(s) moved slots to another primary, {lossy} of them may have lost writes",
+            self.seed
+        );
+        for applied in self.faults.iter().filter(|f| f.error.is_some()) {
+            let _ = write!(
+                out,
+                "\n  failed at {} ms: {}: {}",
+                applied.start,
+                applied.fault,
+                applied.error.as_deref().unwrap_or_default()
+            );
+        }
+        out
+    }
+
     /// The faults and every anomaly in full (at most `limit` of each kind),
     /// for replay with `--seed`.
     pub fn details(&self, limit: usize) -> String {
@@ -165,10 +193,15 @@ impl Report {
         for applied in &self.faults {
             let _ = writeln!(
                 out,
-                "  fault {:>7}–{:>7} ms: {}{}",
+                "  fault {:>7}–{:>7} ms: {}{}{}",
                 applied.start,
                 applied.end,
                 applied.fault,
+                applied
+                    .note
+                    .as_deref()
+                    .map(|n| format!(" [{n}]"))
+                    .unwrap_or_default(),
                 applied
                     .error
                     .as_deref()

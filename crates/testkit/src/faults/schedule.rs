@@ -25,18 +25,43 @@ pub enum FaultKind {
     /// `kill -9` of redis-server and a new one on the same socket:
     /// persistence is off, so every session's data is lost.
     RedisRestart,
+    /// Redis Cluster only: `CLUSTER FAILOVER` (manual: nothing acknowledged
+    /// is lost) or `CLUSTER FAILOVER TAKEOVER` (forced: the replica may lag)
+    /// on the replica of the primary that serves a live session's slot.
+    Failover,
+    /// Redis Cluster only: `kill -9` of the primary that serves a live
+    /// session's slot, a wait for its replica's promotion, then the killed
+    /// node started again (empty) as a replica.
+    PrimaryKill,
 }
 
 impl FaultKind {
     /// Every kind.
-    pub const ALL: [FaultKind; 6] = [
+    pub const ALL: [FaultKind; 8] = [
         FaultKind::Kill,
         FaultKind::Pause,
         FaultKind::Cut,
         FaultKind::RedisPause,
         FaultKind::RedisStop,
         FaultKind::RedisRestart,
+        FaultKind::Failover,
+        FaultKind::PrimaryKill,
     ];
+
+    /// Whether it applies to a single Redis (`cluster` false) or to a Redis
+    /// Cluster. On a cluster `redis-pause` stops one primary (`SIGSTOP`,
+    /// `SIGCONT` after a while: beyond the node timeout its replica takes
+    /// over), `redis-stop` stops every node at once, and `redis-restart`
+    /// is skipped (a whole cluster losing its data is the single Redis's
+    /// case; a primary losing its data is `primary-kill`). `failover` and
+    /// `primary-kill` are skipped on a single Redis.
+    pub fn applies_to(self, cluster: bool) -> bool {
+        match self {
+            FaultKind::RedisRestart => !cluster,
+            FaultKind::Failover | FaultKind::PrimaryKill => cluster,
+            _ => true,
+        }
+    }
 
     /// Its name on the command line and in reports.
     pub fn name(self) -> &'static str {
@@ -47,6 +72,8 @@ impl FaultKind {
             FaultKind::RedisPause => "redis-pause",
             FaultKind::RedisStop => "redis-stop",
             FaultKind::RedisRestart => "redis-restart",
+            FaultKind::Failover => "failover",
+            FaultKind::PrimaryKill => "primary-kill",
         }
     }
 
@@ -93,6 +120,17 @@ pub enum Fault {
     RedisStop { hold: Duration },
     /// Kill redis-server; start a new, empty one after `down`.
     RedisRestart { down: Duration },
+    /// Cluster: stop the primary of the slot `pick` chooses (a live
+    /// session's, else any) for `hold`.
+    PrimaryPause { pick: u64, hold: Duration },
+    /// Cluster: stop every node for `hold`.
+    ClusterStop { hold: Duration },
+    /// Cluster: fail the slot `pick` chooses over to its replica, forced
+    /// (`TAKEOVER`) or not.
+    Failover { pick: u64, takeover: bool },
+    /// Cluster: kill the primary of the slot `pick` chooses, wait for its
+    /// replica's promotion, start it again after `down`.
+    PrimaryKill { pick: u64, down: Duration },
 }
 
 impl Fault {
@@ -105,6 +143,10 @@ impl Fault {
             Fault::RedisPause { .. } => FaultKind::RedisPause,
             Fault::RedisStop { .. } => FaultKind::RedisStop,
             Fault::RedisRestart { .. } => FaultKind::RedisRestart,
+            Fault::PrimaryPause { .. } => FaultKind::RedisPause,
+            Fault::ClusterStop { .. } => FaultKind::RedisStop,
+            Fault::Failover { .. } => FaultKind::Failover,
+            Fault::PrimaryKill { .. } => FaultKind::PrimaryKill,
         }
     }
 }
@@ -121,6 +163,22 @@ impl fmt::Display for Fault {
             Fault::RedisPause { hold } => write!(f, "CLIENT PAUSE ALL on Redis for {hold:?}"),
             Fault::RedisStop { hold } => write!(f, "SIGSTOP redis-server for {hold:?}"),
             Fault::RedisRestart { down } => write!(f, "kill -9 redis-server, down {down:?}"),
+            Fault::PrimaryPause { pick, hold } => {
+                write!(
+                    f,
+                    "SIGSTOP the primary of pick {pick:#x}'s slot for {hold:?}"
+                )
+            }
+            Fault::ClusterStop { hold } => write!(f, "SIGSTOP every cluster node for {hold:?}"),
+            Fault::Failover { pick, takeover } => write!(
+                f,
+                "CLUSTER FAILOVER{} of pick {pick:#x}'s slot",
+                if *takeover { " TAKEOVER" } else { "" }
+            ),
+            Fault::PrimaryKill { pick, down } => write!(
+                f,
+                "kill -9 the primary of pick {pick:#x}'s slot, promotion, restart after {down:?}"
+            ),
         }
     }
 }
@@ -149,6 +207,9 @@ pub struct ScheduleConfig {
     pub lease: Duration,
     /// Quiet time between faults, drawn in this range.
     pub gap: (Duration, Duration),
+    /// Whether the log is on a Redis Cluster (see
+    /// [`FaultKind::applies_to`]).
+    pub cluster: bool,
 }
 
 /// A seeded sequence of faults.
@@ -166,7 +227,12 @@ impl Schedule {
     /// Draws `config.faults` faults from `seed`.
     pub fn generate(seed: u64, config: &ScheduleConfig) -> Self {
         let mut rng = Rng::fork(seed, 0x5c4e_d01e);
-        let kinds: Vec<FaultKind> = config.kinds.iter().copied().collect();
+        let kinds: Vec<FaultKind> = config
+            .kinds
+            .iter()
+            .copied()
+            .filter(|k| k.applies_to(config.cluster))
+            .collect();
         let lease = u64::try_from(config.lease.as_millis()).unwrap_or(u64::MAX);
         let (gap_low, gap_high) = (config.gap.0.as_millis(), config.gap.1.as_millis());
         let mut faults = Vec::new();
@@ -203,7 +269,16 @@ impl Schedule {
                     slot,
                     hold: ms(&mut rng, 0, 1000),
                 },
+                FaultKind::RedisPause if config.cluster => Fault::PrimaryPause {
+                    pick: rng.next_u64(),
+                    hold: ms(&mut rng, 200, (lease + 1000).max(3000)),
+                },
                 FaultKind::RedisPause => Fault::RedisPause {
+                    hold: ms(&mut rng, 200, (lease + 1000).max(3000)),
+                },
+                // Every node stops at once: no majority is left to vote a
+                // primary out while they are stopped.
+                FaultKind::RedisStop if config.cluster => Fault::ClusterStop {
                     hold: ms(&mut rng, 200, (lease + 1000).max(3000)),
                 },
                 FaultKind::RedisStop => Fault::RedisStop {
@@ -211,6 +286,14 @@ impl Schedule {
                 },
                 FaultKind::RedisRestart => Fault::RedisRestart {
                     down: ms(&mut rng, 0, 1000),
+                },
+                FaultKind::Failover => Fault::Failover {
+                    pick: rng.next_u64(),
+                    takeover: rng.chance(50),
+                },
+                FaultKind::PrimaryKill => Fault::PrimaryKill {
+                    pick: rng.next_u64(),
+                    down: ms(&mut rng, 0, 1500),
                 },
             };
             faults.push(Planned { after, fault });
@@ -231,6 +314,7 @@ mod tests {
             clients: 4,
             lease: Duration::from_millis(1000),
             gap: (Duration::from_millis(100), Duration::from_millis(900)),
+            cluster: false,
         }
     }
 
@@ -250,6 +334,37 @@ mod tests {
     }
 
     #[test]
+    fn each_backend_draws_only_its_kinds() {
+        let mut cfg = config(&FaultKind::ALL);
+        let single = Schedule::generate(5, &cfg);
+        assert!(
+            single
+                .faults
+                .iter()
+                .all(|p| p.fault.kind().applies_to(false)
+                    && !matches!(
+                        p.fault,
+                        Fault::PrimaryPause { .. } | Fault::ClusterStop { .. }
+                    ))
+        );
+        cfg.cluster = true;
+        let cluster = Schedule::generate(5, &cfg);
+        assert!(
+            cluster
+                .faults
+                .iter()
+                .all(|p| p.fault.kind().applies_to(true)
+                    && !matches!(p.fault, Fault::RedisPause { .. } | Fault::RedisStop { .. }))
+        );
+        assert!(
+            cluster
+                .faults
+                .iter()
+                .any(|p| p.fault.kind() == FaultKind::PrimaryKill)
+        );
+    }
+
+    #[test]
     fn kinds_parse_by_name() {
         assert_eq!(
             FaultKind::parse_list("cut,redis-restart"),
@@ -257,7 +372,7 @@ mod tests {
                 .into_iter()
                 .collect())
         );
-        assert_eq!(FaultKind::parse_list("all").map(|k| k.len()), Ok(6));
+        assert_eq!(FaultKind::parse_list("all").map(|k| k.len()), Ok(8));
         assert!(FaultKind::parse_list("nope").is_err());
     }
 }
