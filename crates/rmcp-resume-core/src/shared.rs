@@ -206,6 +206,7 @@ pub trait SharedLog: Send + Sync + 'static {
 }
 
 mod gate;
+mod holder;
 mod mirror;
 pub use gate::Gate;
 pub use mirror::{Mirror, RESERVE};

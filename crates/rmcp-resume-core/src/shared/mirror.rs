@@ -26,10 +26,10 @@
 //! whose answer Redis already holds.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 
+use super::holder::Holder;
 use super::{Gate, MirrorOp, Ownership, SharedLog, SharedLogError};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -58,58 +58,19 @@ struct Pending {
 
 /// The worker's end of its session's mirror.
 pub struct Mirror {
-    shared: Arc<dyn SharedLog>,
-    session: SessionId,
-    epoch: u64,
+    holder: Arc<Holder>,
     writes: mpsc::UnboundedSender<Pending>,
     lost: CancellationToken,
     /// Reserved request stream numbers not yet used: `next..end`.
     next: u64,
-    /// Shared with the task: a session the backend lost is seeded again
-    /// with numbers from here on.
-    end: Arc<AtomicU64>,
-    /// Shared with the task: the calls to register again after a seeding.
-    open: OpenCalls,
-}
-
-/// Committed calls not answered yet, with their request ids: a session the
-/// backend lost gets them again, so that a later takeover still ends them
-/// with an error instead of leaving their readers waiting.
-#[derive(Debug, Clone, Default)]
-struct OpenCalls(Arc<Mutex<HashMap<u64, String>>>);
-
-impl OpenCalls {
-    fn with<R>(&self, f: impl FnOnce(&mut HashMap<u64, String>) -> R) -> R {
-        f(&mut self.0.lock().unwrap_or_else(PoisonError::into_inner))
-    }
-
-    /// Registers every open call again, after the backend lost them.
-    async fn reopen(
-        &self,
-        shared: &dyn SharedLog,
-        session: &str,
-        epoch: u64,
-    ) -> Result<(), SharedLogError> {
-        let ops: Vec<MirrorOp> = self.with(|open| {
-            open.iter()
-                .map(|(m, id)| MirrorOp::Open {
-                    stream: *m,
-                    request_id: id.clone(),
-                })
-                .collect()
-        });
-        if !ops.is_empty() {
-            shared.commit(session, epoch, ops).await?;
-        }
-        Ok(())
-    }
+    end: u64,
 }
 
 impl std::fmt::Debug for Mirror {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Mirror")
-            .field("session", &self.session)
-            .field("epoch", &self.epoch)
+            .field("session", &self.holder.session)
+            .field("epoch", &self.holder.epoch)
             .finish_non_exhaustive()
     }
 }
@@ -126,28 +87,17 @@ impl Mirror {
             Ownership::Owned { epoch } | Ownership::Seeded { epoch } => epoch,
             other => return Ok(Err(other)),
         };
-        let first = shared.reserve_streams(&session, epoch, RESERVE).await?;
+        let holder = Arc::new(Holder::new(shared, session, epoch));
+        let first = holder.reserve(RESERVE).await?;
         let (writes, rx) = mpsc::unbounded_channel();
         let lost = CancellationToken::new();
-        let end = Arc::new(AtomicU64::new(first.saturating_add(RESERVE)));
-        let open = OpenCalls::default();
-        let task = Task {
-            shared: shared.clone(),
-            session: session.clone(),
-            epoch,
-            end: end.clone(),
-            open: open.clone(),
-        };
-        tokio::spawn(task.run(rx, lost.clone()));
+        tokio::spawn(Task(holder.clone()).run(rx, lost.clone()));
         Ok(Ok(Self {
-            shared,
-            session,
-            epoch,
+            holder,
             writes,
             lost,
             next: first,
-            end,
-            open,
+            end: first.saturating_add(RESERVE),
         }))
     }
 
@@ -159,39 +109,22 @@ impl Mirror {
     /// The next request stream number, reserving more when the block is
     /// used up (one round trip per [`RESERVE`] streams).
     pub async fn next_stream(&mut self) -> Result<u64, SharedLogError> {
-        if self.next >= self.end.load(Ordering::Acquire) {
-            let reserved = match self.reserve().await {
-                // Redis lost the session: seed it again above every number
-                // this owner used, then reserve.
+        if self.next >= self.end {
+            let first = match self.holder.reserve(RESERVE).await {
+                // The backend lost the session: seed it again above every
+                // number this owner used, then reserve.
                 Err(SharedLogError::Lost) => {
-                    let lowest = self.end.load(Ordering::Acquire);
-                    match self.shared.renew(&self.session, self.epoch, lowest).await? {
-                        Ownership::Owned { epoch } if epoch == self.epoch => self.reserve().await,
-                        Ownership::Seeded { epoch } if epoch == self.epoch => {
-                            self.open
-                                .reopen(&*self.shared, &self.session, self.epoch)
-                                .await?;
-                            self.reserve().await
-                        }
-                        _ => Err(SharedLogError::Fenced { current: 0 }),
-                    }
+                    self.holder.keep().await?;
+                    self.holder.reserve(RESERVE).await?
                 }
-                other => other,
+                other => other?,
             };
-            let first = reserved?;
             self.next = first;
-            self.end
-                .fetch_max(first.saturating_add(RESERVE), Ordering::AcqRel);
+            self.end = first.saturating_add(RESERVE);
         }
         let m = self.next;
         self.next = m.saturating_add(1);
         Ok(m)
-    }
-
-    async fn reserve(&self) -> Result<u64, SharedLogError> {
-        self.shared
-            .reserve_streams(&self.session, self.epoch, RESERVE)
-            .await
     }
 
     /// Queues event `index` of `stream`; `gate` opens past it once it is
@@ -249,13 +182,12 @@ impl Drop for Mirror {
     fn drop(&mut self) {
         // A worker that ends cleanly hands the session on at once; the task
         // has committed what it was given before it sees the channel close.
-        let shared = self.shared.clone();
-        let session = self.session.clone();
+        let holder = self.holder.clone();
         let lost = self.lost.clone();
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
             runtime.spawn(async move {
                 if !lost.is_cancelled() {
-                    let _ = shared.release(&session).await;
+                    let _ = holder.shared.release(&holder.session).await;
                 }
             });
         }
@@ -263,19 +195,13 @@ impl Drop for Mirror {
 }
 
 /// The mirror task's state.
-struct Task {
-    shared: Arc<dyn SharedLog>,
-    session: SessionId,
-    epoch: u64,
-    end: Arc<AtomicU64>,
-    open: OpenCalls,
-}
+struct Task(Arc<Holder>);
 
 impl Task {
     /// Commits writes in order, in batches, and renews the lease.
     async fn run(self, mut writes: mpsc::UnboundedReceiver<Pending>, lost: CancellationToken) {
         let mut gates: HashMap<StreamId, Gate> = HashMap::new();
-        let every = self.shared.renew_every().max(Duration::from_millis(10));
+        let every = self.0.shared.renew_every().max(Duration::from_millis(10));
         // The lease was just taken: the first renewal is one period away.
         let mut renew = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
         renew.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -308,8 +234,7 @@ impl Task {
             };
             for pending in batch {
                 if let MirrorOp::Open { stream, request_id } = &pending.op {
-                    self.open
-                        .with(|open| open.insert(*stream, request_id.clone()));
+                    self.0.opened(*stream, request_id);
                 }
                 if let Some((gate, mark)) = pending.gate {
                     // An event the log dropped (its stream was answered) is
@@ -336,12 +261,12 @@ impl Task {
                 };
                 if let Some(m) = finished {
                     gates.remove(&StreamId::Request(m));
-                    self.open.with(|open| open.remove(&m));
+                    self.0.finished(m);
                 }
             }
         };
         if let Err(error) = outcome {
-            tracing::info!(session_id = %self.session, %error, "this instance no longer writes the session");
+            tracing::info!(session_id = %self.0.session, %error, "this instance no longer writes the session");
             lost.cancel();
             for gate in gates.values() {
                 gate.close();
@@ -358,28 +283,12 @@ impl Task {
 
     /// Keeps the lease: `Err` when this instance may no longer write.
     async fn renew(&self) -> Result<(), SharedLogError> {
-        let lowest = self.end.load(Ordering::Acquire);
-        match self.shared.renew(&self.session, self.epoch, lowest).await {
-            Ok(Ownership::Owned { epoch }) if epoch == self.epoch => Ok(()),
-            Ok(Ownership::Seeded { epoch }) if epoch == self.epoch => {
-                match self
-                    .open
-                    .reopen(&*self.shared, &self.session, self.epoch)
-                    .await
-                {
-                    Err(error @ (SharedLogError::Fenced { .. } | SharedLogError::Gone)) => {
-                        Err(error)
-                    }
-                    // Not registered yet: the next seeding tries again.
-                    _ => Ok(()),
-                }
-            }
-            Ok(Ownership::Owned { epoch: current }) => Err(SharedLogError::Fenced { current }),
-            Ok(_) => Err(SharedLogError::Fenced { current: 0 }),
+        match self.0.keep().await {
+            Ok(()) => Ok(()),
             Err(error @ (SharedLogError::Fenced { .. } | SharedLogError::Gone)) => Err(error),
             // The backend away for a moment: the commits will tell.
             Err(error) => {
-                tracing::debug!(session_id = %self.session, %error, "lease renewal failed");
+                tracing::debug!(session_id = %self.0.session, %error, "lease renewal failed");
                 Ok(())
             }
         }
@@ -395,14 +304,15 @@ impl Task {
                 ops.push(MirrorOp::Finish { stream });
             }
         }
-        let deadline = tokio::time::Instant::now() + self.shared.outage_limit();
+        let deadline = tokio::time::Instant::now() + self.0.shared.outage_limit();
         let mut pause = Duration::from_millis(50);
         let mut tries: u32 = 0;
         loop {
             tries = tries.saturating_add(1);
             let error = match self
+                .0
                 .shared
-                .commit(&self.session, self.epoch, ops.clone())
+                .commit(&self.0.session, self.0.epoch, ops.clone())
                 .await
             {
                 Ok(dropped) => {
@@ -418,7 +328,7 @@ impl Task {
                     return Err(error);
                 }
                 Err(SharedLogError::Lost) => {
-                    tracing::info!(session_id = %self.session, epoch = self.epoch, "the shared log lost the session; seeding it again");
+                    tracing::info!(session_id = %self.0.session, epoch = self.0.epoch, "the shared log lost the session; seeding it again");
                     // Seeding registers the open calls again (see `renew`).
                     self.renew().await?;
                     SharedLogError::Lost
@@ -428,7 +338,7 @@ impl Task {
             if tokio::time::Instant::now() + pause > deadline {
                 return Err(error);
             }
-            tracing::debug!(session_id = %self.session, %error, tries, "commit failed; retrying");
+            tracing::debug!(session_id = %self.0.session, %error, tries, "commit failed; retrying");
             tokio::time::sleep(pause).await;
             pause = (pause * 2).min(MAX_PAUSE);
         }

@@ -282,6 +282,41 @@ async fn a_seeding_renewal_registers_the_open_calls_again() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn open_calls_not_registered_after_a_seeding_are_registered_at_the_next_renewal() {
+    let fake = Fake::default();
+    let mirror = mirror(&fake).await;
+    let gate = Gate::new(0);
+    mirror.write(MirrorOp::Open {
+        stream: 100,
+        request_id: "1".into(),
+    });
+    mirror.append(StreamId::Request(100), 0, Some("0".into()), &gate);
+    assert!(gate.committed(0).await);
+    {
+        let mut script = fake.script();
+        script.lost = true;
+        // The registration right after the seeding fails.
+        script.answers.push_back(Answer::Unreachable);
+    }
+    tokio::time::sleep(Duration::from_secs(3601)).await;
+    let before = fake.script().commits.len();
+    tokio::time::sleep(Duration::from_secs(3600)).await;
+    let script = fake.script();
+    assert_eq!(script.commits.len(), before + 1, "{:?}", script.commits);
+    assert_eq!(
+        script.commits.last().map(Vec::as_slice),
+        Some(
+            [MirrorOp::Open {
+                stream: 100,
+                request_id: "1".into()
+            }]
+            .as_slice()
+        )
+    );
+    assert!(!mirror.lost().is_cancelled());
+}
+
+#[tokio::test(start_paused = true)]
 async fn an_append_the_log_dropped_ends_its_reader_instead_of_being_sent() {
     let fake = Fake::default();
     fake.script().answered.push(100);
