@@ -157,8 +157,7 @@ impl<S: crate::ServerHandler + Send + 'static, M: SessionManager> StreamableHttp
             && request
                 .headers()
                 .contains_key(crate::transport::common::http_header::HEADER_SESSION_ID)
-            && get::local_manager(self.session_manager.as_ref())
-                .is_some_and(|local| local.shared_log().is_some())
+            && get::shared_log(self.session_manager.as_ref()).is_some()
     }
 
     /// Whether the fork answers requests of `method` itself, rather than
@@ -206,8 +205,7 @@ impl<S: crate::ServerHandler + Send + 'static, M: SessionManager> StreamableHttp
         let session = request::session_id(request.headers());
         let legacy = request::protocol_version(request.headers())
             .is_ok_and(|version| crate::line::has_initialize(&version));
-        let shared = get::local_manager(self.session_manager.as_ref())
-            .and_then(crate::transport::streamable_http_server::session::local::LocalSessionManager::shared_log);
+        let shared = get::shared_log(self.session_manager.as_ref());
         if let (Some(session), true) = (&session, legacy) {
             match self.session_manager.has_session(session).await {
                 Ok(true) => {}

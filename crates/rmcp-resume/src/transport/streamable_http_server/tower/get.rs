@@ -38,6 +38,14 @@ pub(super) fn local_manager<M: SessionManager>(manager: &M) -> Option<&LocalSess
     (manager as &dyn Any).downcast_ref::<LocalSessionManager>()
 }
 
+/// The shared log sessions are kept in across instances, if the manager is
+/// the in-process one and has one.
+pub(super) fn shared_log<M: SessionManager>(
+    manager: &M,
+) -> Option<std::sync::Arc<dyn rmcp_resume_core::shared::SharedLog>> {
+    local_manager(manager).and_then(LocalSessionManager::shared_log)
+}
+
 impl<S: crate::ServerHandler + Send + 'static, M: SessionManager> StreamableHttpService<S, M> {
     /// Runs upstream's Host/Origin checks without running a handler: an
     /// `OPTIONS` request that passes them is answered 405 and nothing else.
@@ -92,9 +100,7 @@ impl<S: crate::ServerHandler + Send + 'static, M: SessionManager> StreamableHttp
         if !present {
             // With a shared log, a session run elsewhere is answered from it,
             // without restoring it here.
-            if let Some(shared) = local_manager(self.session_manager.as_ref())
-                .and_then(LocalSessionManager::shared_log)
-            {
+            if let Some(shared) = shared_log(self.session_manager.as_ref()) {
                 return self.shared_get(shared, &session, cursor).await;
             }
             if self.config.session_store.is_none() {
