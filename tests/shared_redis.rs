@@ -67,6 +67,24 @@ fn events(frames: &[Frame]) -> Vec<(u64, serde_json::Value)> {
         .collect()
 }
 
+/// A resumed call whose owner died: the progress read before the cut and
+/// the replayed progress together count 1, 2, … with none twice, and the
+/// last event is the terminal error for the call's id.
+fn assert_retained_then_lost(replayed: &[(u64, serde_json::Value)], before: &[f64], id: u64) {
+    let (_, last) = replayed.last().expect("a terminal event");
+    assert_eq!(last["id"], id, "{last}");
+    assert_eq!(
+        last["error"]["message"],
+        "server instance lost; outcome unknown"
+    );
+    let progress = replayed
+        .iter()
+        .filter_map(|(_, j)| j["params"]["progress"].as_f64());
+    let all: Vec<f64> = before.iter().copied().chain(progress).collect();
+    let expected: Vec<f64> = (1..=all.len()).map(|n| n as f64).collect();
+    assert_eq!(all, expected, "the retained events, in order, none twice");
+}
+
 #[tokio::test]
 async fn a_call_cut_on_a_resumes_on_b_with_exact_replay_then_a_live_events() {
     let cluster = cluster();
@@ -136,20 +154,7 @@ async fn kill_9_of_the_owner_mid_call_ends_the_call_with_the_terminal_error() {
         .await
         .expect("the stream ends");
     let waited = killed.elapsed();
-    let replayed = events(&frames);
-    let (_, last) = replayed.last().expect("a terminal event");
-    assert_eq!(last["id"], id, "{last}");
-    assert_eq!(
-        last["error"]["message"],
-        "server instance lost; outcome unknown"
-    );
-    let progress: Vec<f64> = replayed
-        .iter()
-        .filter_map(|(_, j)| j["params"]["progress"].as_f64())
-        .collect();
-    let all: Vec<f64> = before.iter().chain(&progress).copied().collect();
-    let expected: Vec<f64> = (1..=all.len()).map(|n| n as f64).collect();
-    assert_eq!(all, expected, "the retained events, in order, none twice");
+    assert_retained_then_lost(&events(&frames), &before, id);
     assert!(
         waited < LEASE + Duration::from_secs(3),
         "the caller learned after {waited:?}"
@@ -501,9 +506,7 @@ async fn dropped_gets_on_a_non_owner_leave_no_redis_connection_behind() {
         .await
         .expect("session on A");
     let on_b = on_a.at(&cluster.b.url);
-    // One GET first, so that B's shared connection exists in the baseline.
-    drop(on_b.get(None).await.expect("GET on B"));
-    tokio::time::sleep(Duration::from_millis(700)).await;
+    // Each instance connected to Redis when it started; a tail adds one.
     let baseline = redis_clients(&cluster.redis);
     for _ in 0..12 {
         let response = on_b.get(None).await.expect("GET on B");
@@ -513,6 +516,14 @@ async fn dropped_gets_on_a_non_owner_leave_no_redis_connection_behind() {
         let _ = tokio::time::timeout(Duration::from_millis(500), reader.next()).await;
         drop(reader);
     }
+    // The count can see a tail: a connected reader's is there.
+    let live = SseReader::new(on_b.get(None).await.expect("GET on B"));
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while redis_clients(&cluster.redis) <= baseline {
+        assert!(Instant::now() < deadline, "a live tail never showed");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    drop(live);
     // A tail ends within one poll of its reader (500 ms) and its blocking
     // read (bounded by the same poll) with it.
     let deadline = Instant::now() + Duration::from_secs(5);
@@ -579,19 +590,7 @@ async fn after_a_post_first_takeover_a_cut_call_resumes_with_its_retained_events
     let indices: Vec<u64> = replayed.iter().map(|(i, _)| *i).collect();
     let expected: Vec<u64> = (from + 1..from + 1 + indices.len() as u64).collect();
     assert_eq!(indices, expected, "strictly after the cursor, contiguous");
-    let (_, last) = replayed.last().expect("a terminal event");
-    assert_eq!(last["id"], id, "{last}");
-    assert_eq!(
-        last["error"]["message"],
-        "server instance lost; outcome unknown"
-    );
-    let progress: Vec<f64> = replayed
-        .iter()
-        .filter_map(|(_, j)| j["params"]["progress"].as_f64())
-        .collect();
-    let all: Vec<f64> = before.iter().chain(&progress).copied().collect();
-    let expected: Vec<f64> = (1..=all.len()).map(|n| n as f64).collect();
-    assert_eq!(all, expected, "the retained events, in order, none twice");
+    assert_retained_then_lost(&replayed, &before, id);
 }
 
 /// Redis stops answering for four lease periods while a call streams: the
