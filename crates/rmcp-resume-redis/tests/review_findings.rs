@@ -9,7 +9,7 @@ use rmcp_resume_redis::{DELETE_SLICE, LeaseOutcome, RedisLogError, TailError, Wr
 use rmcp_resume_testkit::redis::RedisServer;
 
 mod common;
-use common::{LIMIT, config, connect, expire_lease, owned, raw, view};
+use common::{LIMIT, commit_at, config, connect, expire_lease, owned, raw, view};
 
 /// A progress message parked behind its call's answer reaches the log
 /// after the stream's `Finish`: it is dropped and counted, and the session
@@ -156,15 +156,7 @@ async fn a_hole_left_by_lost_events_becomes_the_floor() {
     let stream = StreamId::Standalone;
     for i in 1..=5 {
         let data = format!("{{\"n\":{i}}}");
-        session
-            .commit(
-                lease,
-                &[Write::Append {
-                    stream,
-                    index: Some(i),
-                    data: Some(&data),
-                }],
-            )
+        commit_at(&session, lease, stream, i, &data)
             .await
             .expect("commit");
     }
@@ -184,15 +176,7 @@ async fn a_hole_left_by_lost_events_becomes_the_floor() {
         .query_async(&mut conn)
         .await
         .expect("lose");
-    let committed = session
-        .commit(
-            lease,
-            &[Write::Append {
-                stream,
-                index: Some(6),
-                data: Some("{\"n\":6}"),
-            }],
-        )
+    let committed = commit_at(&session, lease, stream, 6, "{\"n\":6}")
         .await
         .expect("commit");
     assert_eq!(committed.holes, 1);
@@ -265,29 +249,13 @@ async fn a_session_redis_lost_is_seeded_again_with_floors() {
         .query_async(&mut conn)
         .await
         .expect("flush");
-    let error = session
-        .commit(
-            lease,
-            &[Write::Append {
-                stream: StreamId::Standalone,
-                index: Some(2),
-                data: Some("{\"n\":2}"),
-            }],
-        )
+    let error = commit_at(&session, lease, StreamId::Standalone, 2, "{\"n\":2}")
         .await
         .expect_err("Redis lost it");
     assert!(matches!(error, RedisLogError::Lost), "{error}");
     let seeded = session.renew("a", lease, first + 64).await.expect("renew");
     assert_eq!(seeded, LeaseOutcome::Seeded(lease));
-    let committed = session
-        .commit(
-            lease,
-            &[Write::Append {
-                stream: StreamId::Standalone,
-                index: Some(2),
-                data: Some("{\"n\":2}"),
-            }],
-        )
+    let committed = commit_at(&session, lease, StreamId::Standalone, 2, "{\"n\":2}")
         .await
         .expect("commit after seeding");
     assert_eq!(committed.holes, 1);

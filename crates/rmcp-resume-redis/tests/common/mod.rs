@@ -59,3 +59,24 @@ pub async fn raw(server: &RedisServer) -> redis::aio::MultiplexedConnection {
         .await
         .expect("conn")
 }
+
+/// Commits one event at `index` of `stream`, as the server's mirror does
+/// (an explicit index, never the head Redis reports).
+pub async fn commit_at(
+    session: &rmcp_resume_redis::SessionLog,
+    lease: rmcp_resume_redis::Lease,
+    stream: rmcp_resume_core::resumption::StreamId,
+    index: u64,
+    data: &str,
+) -> Result<rmcp_resume_redis::Committed, rmcp_resume_redis::RedisLogError> {
+    session
+        .commit(
+            lease,
+            &[rmcp_resume_redis::Write::Append {
+                stream,
+                index: Some(index),
+                data: Some(data),
+            }],
+        )
+        .await
+}
