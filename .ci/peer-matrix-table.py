@@ -1,15 +1,26 @@
 #!/usr/bin/env python3
-"""Builds the client peer matrix's table from the records of one run.
+"""Builds the client peer matrix's tables from the records of one run.
 
-    .ci/peer-matrix-table.py target/peer-matrix [--write docs/verification.md]
+    .ci/peer-matrix-table.py target/peer-matrix [--write PAGE] [--record PAGE]
 
 Reads every `<row>.json` the matrix tests wrote (tests/peer_matrix.rs, and
-the 45 s quiet calls in tests/interop_peers.rs) and prints a Markdown table:
-a row per server, a column per shape, each cell `fork / upstream`, then what
-fell short, with the clients' own words. With --write it replaces the text
-between `<!-- peer-matrix:begin -->` and `<!-- peer-matrix:end -->`. It fails
-when a row's record is missing, so the page never mixes runs.
+the 45 s quiet calls in tests/interop_peers.rs). It makes two tables, a row
+per server and a column per shape:
+
+- the checked table: each cell is the fork's outcome and the cell's verdict,
+  which a passing run fixes (and what fell short, if anything did). `.ci/test`
+  writes it into a copy of the page under target/ and fails when the
+  committed page differs. --write PAGE replaces the text between
+  `<!-- peer-matrix:begin -->` and `<!-- peer-matrix:end -->`.
+- the recorded run: each cell `fork / upstream` with the clients' elapsed
+  times, and upstream's shortfalls in the client's own words. Timings and
+  upstream's repeated progress values change from run to run, so this one is
+  a sample: printed, written to target/peer-matrix/run.md, and put into the
+  page (`<!-- peer-matrix-run:begin -->` … `end`) only with --record PAGE.
+
+It fails when a row's record is missing, so a page never mixes runs.
 """
+
 import json
 import pathlib
 import sys
@@ -51,13 +62,18 @@ def why(record):
     return record.get("detail") or ""
 
 
-def table(directory):
+def load(directory):
     records = {}
     for name, _ in ROWS:
         path = directory / f"{name}.json"
         if not path.exists():
             sys.exit(f"peer-matrix-table: {path} is missing; run the peer matrix tests first")
         records[name] = json.loads(path.read_text())
+    return records
+
+
+def table(records, timed):
+    """The checked table (`timed` false) or the recorded run (`timed` true)."""
     lines = [
         "| Server | " + " | ".join(f"`{shape}`" for shape in SHAPES) + " |",
         "|---|" + "---|" * len(SHAPES),
@@ -77,8 +93,14 @@ def table(directory):
                 row.append(f"n/a ({na_reasons.index(cell['na']) + 1})")
                 continue
             fork, upstream = cell["fork"], cell["upstream"]
-            row.append(f"{MARK[cell['verdict']]}{client(fork)} / {client(upstream)}")
-            for side, record in (("fork", fork), ("upstream", upstream)):
+            if timed:
+                row.append(f"{MARK[cell['verdict']]}{client(fork)} / {client(upstream)}")
+                sides = (("fork", fork), ("upstream", upstream))
+            else:
+                gap = " +discontinuity" if fork["discontinuities"] else ""
+                row.append(f"{MARK[cell['verdict']]}{fork['outcome']}{gap}")
+                sides = (("fork", fork),)
+            for side, record in sides:
                 if record["outcome"] != "ok":
                     notes.append(f"- {label} × `{shape}`, {side} ({cell['verdict'] if side == 'fork' else 'for the record'}): {why(record)}")
                 if record["discontinuities"]:
@@ -93,24 +115,34 @@ def table(directory):
     return out
 
 
+def replace(page, marker, text):
+    body = page.read_text()
+    begin, end = f"<!-- {marker}:begin -->\n", f"<!-- {marker}:end -->"
+    if begin not in body or end not in body:
+        sys.exit(f"peer-matrix-table: {page} has no {begin.strip()} … {end} markers")
+    head, _, rest = body.partition(begin)
+    _, _, tail = rest.partition(end)
+    page.write_text(head + begin + text + end + tail)
+
+
 def main():
     args = sys.argv[1:]
-    write = None
-    if "--write" in args:
-        at = args.index("--write")
-        write = pathlib.Path(args[at + 1])
-        del args[at:at + 2]
-    text = table(pathlib.Path(args[0]))
-    if write is None:
-        sys.stdout.write(text)
-        return
-    page = write.read_text()
-    begin, end = "<!-- peer-matrix:begin -->\n", "<!-- peer-matrix:end -->"
-    if begin not in page or end not in page:
-        sys.exit(f"peer-matrix-table: {write} has no {begin.strip()} … {end} markers")
-    head, _, rest = page.partition(begin)
-    _, _, tail = rest.partition(end)
-    write.write_text(head + begin + text + end + tail)
+    pages = {}
+    for flag in ("--write", "--record"):
+        if flag in args:
+            at = args.index(flag)
+            pages[flag] = pathlib.Path(args[at + 1])
+            del args[at:at + 2]
+    directory = pathlib.Path(args[0])
+    records = load(directory)
+    checked, run = table(records, timed=False), table(records, timed=True)
+    (directory / "run.md").write_text(run)
+    sys.stdout.write(checked + "\nThis run, with times and upstream's client beside the fork's:\n\n" + run)
+    if "--write" in pages:
+        replace(pages["--write"], "peer-matrix", checked)
+    if "--record" in pages:
+        replace(pages["--record"], "peer-matrix", checked)
+        replace(pages["--record"], "peer-matrix-run", run)
 
 
 if __name__ == "__main__":
