@@ -23,7 +23,7 @@
 //!   64 MiB in all: peak RSS against that budget.
 //!
 //! Results go to `target/bench-report/harness.json`; `benches/report.py`
-//! turns them and criterion's estimates into the README's table and chart.
+//! turns them and criterion's estimates into docs/benchmarks.md's table and chart.
 //! `-- --only NAME` runs one section; `-- --quick` shrinks every section.
 
 use std::io::{BufRead, Write};

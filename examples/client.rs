@@ -55,8 +55,8 @@ async fn main() -> anyhow::Result<()> {
     let n: u32 = option("--n").map_or(Ok(50), |n| n.parse())?;
     let interval: u64 = option("--interval-ms").map_or(Ok(100), |ms| ms.parse())?;
 
-    // fork: the resume knobs. Each wait and count has an end; the README's
-    // client tables give the defaults.
+    // fork: the resume knobs. Each wait and count has an end; docs/client.md
+    // gives the defaults.
     let resume = ResumeConfig::default()
         .with_max_failed_resumes(3)
         .with_silent_resume_timeout(Duration::from_secs(10))

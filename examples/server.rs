@@ -5,7 +5,7 @@
 //! Options: `--bind ADDR` (default `127.0.0.1:8000`; port `0` picks one,
 //! and the URL is printed on stdout), and `--redis URL` to run as one of
 //! several instances sharing their sessions' streams on Redis (fork; see
-//! the README's "Running several instances"; `--redis-cluster URL,URL,…`
+//! docs/redis.md; `--redis-cluster URL,URL,…`
 //! for a Redis Cluster), with `--lease-ms N` for the ownership lease.
 //!
 //! An application on upstream rmcp 3.11.0 looks exactly like this; with the

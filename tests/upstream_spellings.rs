@@ -4,8 +4,8 @@
 //!
 //! Upstream's `StreamableHttpClientTransport<C>` is an alias of
 //! `WorkerTransport<StreamableHttpClientWorker<C>>`; the fork's is its own
-//! type (a foreign alias cannot carry `from_uri`). What that costs is in the
-//! README's compatibility table; everything here holds.
+//! type (a foreign alias cannot carry `from_uri`). What that costs is in
+//! docs/client.md, under upstream's spellings; everything here holds.
 
 use std::sync::Arc;
 

@@ -1,5 +1,5 @@
-//! The second review of the shared log: each test states a promise of the
-//! README's "Running several instances" that the code under review broke;
+//! The second review of the shared log: each test states a promise of
+//! docs/redis.md that the code under review broke;
 //! each failed before its fix.
 
 use std::sync::Arc;

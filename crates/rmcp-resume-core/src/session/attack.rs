@@ -67,7 +67,7 @@ fn default_window() -> Window {
 /// A handler sends 20 progress notifications and then its answer; all fit
 /// the default window (16 kept, 4,096 max, 6 s) and budget, so nothing
 /// waits and no stall clock runs. The client reads one event every 5 s (a
-/// slow link: well within the 10 s stall timeout, so by the README it is a
+/// slow link: well within the 10 s stall timeout, so by docs/budgets.md it is a
 /// reader that reads). `completed_cache_ttl` (60 s) counts from the answer's
 /// *admission*, not from its delivery: at 60 s [`Session::expire`] (which
 /// the worker runs at every turn of its loop) closes the stream, its log
@@ -75,7 +75,7 @@ fn default_window() -> Window {
 /// read; the client's resume gets `UnknownStream` (400), so the request fails.
 ///
 /// Breaks: "Nothing a connected reader has not read is ever evicted"
-/// (README, Budgets) and "a connected reading reader loses an event". The
+/// (docs/budgets.md) and "a connected reading reader loses an event". The
 /// model does not see it: its only readers that must not be ended are eager
 /// ones, which drain everything every step and so can never still be reading
 /// at expiry, and it counts an expired stream as "closed".
@@ -118,8 +118,8 @@ async fn expiry_waits_for_a_reader_that_is_still_reading() {
 /// answered within a minute, e.g. a burst of parallel tool calls, one of
 /// whose connections is a little behind), the third answer closes stream 0
 /// while its reader, attached a moment ago, has not been given the chance
-/// to read the answer. Breaks the same promise as above; the README's
-/// Budgets table lists the cap, but not that it overrides "never evicted
+/// to read the answer. Breaks the same promise as above; docs/budgets.md
+/// lists the cap, but not that it overrides "never evicted
 /// under a connected reader".
 #[tokio::test(start_paused = true)]
 async fn the_completed_cap_waits_for_a_reader_before_its_answer() {
@@ -373,7 +373,7 @@ async fn a_byte_wait_has_a_deadline_and_ends_at_it() {
 
 /// A shadow attaching does not restart the stalled primary's clock, and a
 /// shadow promoted over an ended primary gets its own full stall timeout
-/// (the README's `(1 + max_shadows) ×` bound, one step of it).
+/// (docs/budgets.md's `(1 + max_shadows) ×` bound, one step of it).
 #[tokio::test(start_paused = true)]
 async fn shadows_neither_extend_a_stall_nor_inherit_one() {
     let mut s = session_with(Window::events(2), Budget::unlimited(), 8);
