@@ -7,14 +7,19 @@
 //! glue meets it, so it shares `line/v1.rs`, whose `cfg(rmcp_line_2)` items
 //! are its differences). Each file here gives every line the same small
 //! surface over what one of them lacks, so that the rest of the glue is
-//! written once:
+//! written once. Nothing outside this file and `line/` reads a
+//! `cfg(rmcp_line_*)` (`.ci/test` checks it): an item that only one line has
+//! is wrapped in one of the macros below, which keeps or drops it.
 //!
 //! | Item | 3.11 | 1.8 and 2.2 |
 //! |---|---|---|
 //! | `UPSTREAM_VERSION` | `3.11.0` | `1.8.0`, `2.2.0` |
 //! | `cancelled_request` | the optional id | 1.8: always an id; 2.2: the optional id |
 //! | `EventStream`, `EventStoreError` | upstream's | the same definitions, local |
-//! | `StoreSlot` | an optional `EventStore` | always empty (1.8 has no event store) |
+//! | `StoreSlot` | an optional `EventStore`, and the key binding its ids to their session | always empty (1.8 has no event store) |
+//! | `with_event_store!`, `with_event_store_variant!` | the items (and `SessionError`'s variant) of the event-store API | dropped |
+//! | `with_response_limits!`, `with_control_queue!` | the client methods that take limits; the worker's control-queue hooks | dropped |
+//! | `get_session_type!`, `get_session` | `get_stream`'s optional session | 1.8's required session |
 //! | `originating_request` | SEP-2260's `OriginatingRequestId` | none (requests go to the standalone stream) |
 //! | `ResponseLimits`, `post`, `get` | the size-limited client calls | the plain calls (1.8 reads events unbounded) |
 

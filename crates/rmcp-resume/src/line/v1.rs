@@ -55,6 +55,19 @@ mod server {
     pub(crate) type EventStream =
         Pin<Box<dyn Stream<Item = ServerSseMessage> + Send + Sync + 'static>>;
 
+    /// Drops the items it wraps: 1.8 has no `EventStore`, nor the session
+    /// manager's API around it.
+    macro_rules! with_event_store {
+        ($($item:tt)*) => {};
+    }
+    pub(crate) use with_event_store;
+
+    /// Declares the enum it wraps as it is: 1.8 has no event-store variant.
+    macro_rules! with_event_store_variant {
+        ($($item:tt)*) => { $($item)* };
+    }
+    pub(crate) use with_event_store_variant;
+
     /// 1.8 has no event store, so there is never one to write through.
     #[derive(Clone, Debug, Default)]
     pub(crate) struct StoreSlot(());
@@ -66,6 +79,7 @@ mod server {
 
         pub(crate) async fn store(
             &self,
+            _session: &crate::transport::common::server_side_http::SessionId,
             _key: &str,
             _event: &ServerSseMessage,
         ) -> Option<Result<String, std::convert::Infallible>> {
@@ -123,6 +137,32 @@ mod client {
         StreamableHttpClient, StreamableHttpError, StreamableHttpPostResponse,
     };
     use crate::transport::worker::{Worker, WorkerContext, WorkerSendRequest};
+
+    /// Drops the items it wraps: 1.8's client calls take no response
+    /// limits.
+    macro_rules! with_response_limits {
+        ($($item:tt)*) => {};
+    }
+    pub(crate) use with_response_limits;
+
+    /// Drops the items it wraps: 1.8's worker has one queue and no request
+    /// cancellation.
+    macro_rules! with_control_queue {
+        ($($item:tt)*) => {};
+    }
+    pub(crate) use with_control_queue;
+
+    /// The session parameter of `StreamableHttpClient::get_stream`: 1.8
+    /// opens a GET only with a session.
+    macro_rules! get_session_type {
+        () => { std::sync::Arc<str> };
+    }
+    pub(crate) use get_session_type;
+
+    /// The session of a `get_stream` call.
+    pub(crate) fn get_session(session: Arc<str>) -> Option<Arc<str>> {
+        Some(session)
+    }
 
     /// 1.8's errors carry no HTTP status of their own.
     pub(crate) fn http_status<E: std::error::Error + Send + Sync + 'static>(

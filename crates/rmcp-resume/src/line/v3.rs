@@ -28,7 +28,9 @@ mod server {
     use std::sync::Arc;
 
     use crate::model::{GetExtensions, RequestId, ServerRequest};
+    use crate::transport::common::server_side_http::SessionId;
     use crate::transport::streamable_http_server::session::local::SessionError;
+    use crate::transport::streamable_http_server::session::local::store_id::EventIdKey;
     use crate::transport::streamable_http_server::session::{
         EventStore, ServerSseMessage, SessionManager,
     };
@@ -36,39 +38,96 @@ mod server {
         EventStoreError, EventStream,
     };
 
-    /// The event store a local session manager writes through, if any.
+    /// Expands the items it wraps: 3.11 has `EventStore`, and so the
+    /// session manager's API around it.
+    macro_rules! with_event_store {
+        ($($item:tt)*) => { $($item)* };
+    }
+    pub(crate) use with_event_store;
+
+    /// Declares the enum it wraps with 3.11's `EventStore` variant after
+    /// the first variant (where upstream has it).
+    macro_rules! with_event_store_variant {
+        (
+            $(#[$meta:meta])*
+            $vis:vis enum $name:ident {
+                $(#[$first_meta:meta])*
+                $first:ident,
+                $($rest:tt)*
+            }
+        ) => {
+            $(#[$meta])*
+            $vis enum $name {
+                $(#[$first_meta])*
+                $first,
+                /// The event store failed.
+                #[error("Event store error: {0}")]
+                EventStore(#[source] $crate::line::EventStoreError),
+                $($rest)*
+            }
+        };
+    }
+    pub(crate) use with_event_store_variant;
+
+    /// The event store a local session manager writes through, if any, and
+    /// the key that binds the ids it hands out to their session.
     #[derive(Clone, Default)]
-    pub(crate) struct StoreSlot(Option<Arc<dyn EventStore>>);
+    pub(crate) struct StoreSlot {
+        store: Option<Arc<dyn EventStore>>,
+        key: EventIdKey,
+    }
 
     impl std::fmt::Debug for StoreSlot {
         fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-            f.debug_tuple("StoreSlot").field(&self.0.is_some()).finish()
+            f.debug_struct("StoreSlot")
+                .field("store", &self.store.is_some())
+                .field("key", &self.key)
+                .finish()
         }
     }
 
     impl StoreSlot {
-        pub(crate) fn new(store: Arc<dyn EventStore>) -> Self {
-            Self(Some(store))
+        pub(crate) fn with_store(self, store: Arc<dyn EventStore>) -> Self {
+            Self {
+                store: Some(store),
+                ..self
+            }
+        }
+
+        pub(crate) fn with_secret(self, secret: &[u8; 32]) -> Self {
+            Self {
+                key: EventIdKey::from_secret(secret),
+                ..self
+            }
         }
 
         pub(crate) fn get(&self) -> Option<Arc<dyn EventStore>> {
-            self.0.clone()
+            self.store.clone()
         }
 
         pub(crate) fn is_set(&self) -> bool {
-            self.0.is_some()
+            self.store.is_some()
         }
 
-        /// Persists `event` under `key`; `None` when there is no store.
+        pub(crate) fn key(&self) -> &EventIdKey {
+            &self.key
+        }
+
+        /// Persists `event` of `session` under `key`, and gives the id to
+        /// send for it (bound to `session`); `None` when there is no store.
         pub(crate) async fn store(
             &self,
+            session: &SessionId,
             key: &str,
             event: &ServerSseMessage,
         ) -> Option<Result<String, EventStoreError>> {
-            match &self.0 {
-                Some(store) => Some(store.store_event(key, event).await),
-                None => None,
-            }
+            let store = self.store.as_ref()?;
+            Some(
+                store
+                    .store_event(key, event)
+                    .await
+                    .map(|id| self.key.scoped(session, &id)),
+            )
         }
 
         /// The store's events after `cursor`; `None` when there is no store.
@@ -76,7 +135,7 @@ mod server {
             &self,
             cursor: &str,
         ) -> Option<Result<EventStream, EventStoreError>> {
-            match &self.0 {
+            match &self.store {
                 Some(store) => Some(store.replay_events_after(cursor).await),
                 None => None,
             }
@@ -134,6 +193,33 @@ mod client {
     use tokio::sync::mpsc::Receiver;
 
     use crate::transport::worker::{Worker, WorkerContext, WorkerSendRequest};
+
+    /// Expands the items it wraps: 3.11's client calls take response
+    /// limits.
+    macro_rules! with_response_limits {
+        ($($item:tt)*) => { $($item)* };
+    }
+    pub(crate) use with_response_limits;
+
+    /// Expands the items it wraps: 3.11's worker has a control queue and
+    /// request cancellation.
+    macro_rules! with_control_queue {
+        ($($item:tt)*) => { $($item)* };
+    }
+    pub(crate) use with_control_queue;
+
+    /// The session parameter of `StreamableHttpClient::get_stream`: 3.11
+    /// opens a GET without a session too (a stateless server's request
+    /// stream).
+    macro_rules! get_session_type {
+        () => { Option<std::sync::Arc<str>> };
+    }
+    pub(crate) use get_session_type;
+
+    /// The session of a `get_stream` call.
+    pub(crate) fn get_session(session: Option<Arc<str>>) -> Option<Arc<str>> {
+        session
+    }
 
     /// The HTTP status a client error reports in its own variant.
     pub(crate) fn http_status<E: std::error::Error + Send + Sync + 'static>(

@@ -464,32 +464,32 @@ impl<C: StreamableHttpClient> StreamableHttpClient for ResumeGuard<C> {
         )
     }
 
-    #[cfg(not(rmcp_line_1))]
-    fn post_message_with_max_sse_event_size(
-        &self,
-        endpoint: Arc<str>,
-        msg: ClientJsonRpcMessage,
-        sid: Option<Arc<str>>,
-        bearer: Option<String>,
-        headers: HashMap<HeaderName, HeaderValue>,
-        event_limit: usize,
-    ) -> impl Future<Output = PostResult<Self::Error>> + Send + '_ {
-        let mut limits = ResponseLimits::default();
-        limits.max_sse_event_size = event_limit;
-        self.post_guarded(endpoint, msg, sid, bearer, headers, limits)
-    }
+    crate::line::with_response_limits! {
+        fn post_message_with_max_sse_event_size(
+            &self,
+            endpoint: Arc<str>,
+            msg: ClientJsonRpcMessage,
+            sid: Option<Arc<str>>,
+            bearer: Option<String>,
+            headers: HashMap<HeaderName, HeaderValue>,
+            event_limit: usize,
+        ) -> impl Future<Output = PostResult<Self::Error>> + Send + '_ {
+            let mut limits = ResponseLimits::default();
+            limits.max_sse_event_size = event_limit;
+            self.post_guarded(endpoint, msg, sid, bearer, headers, limits)
+        }
 
-    #[cfg(not(rmcp_line_1))]
-    fn post_message_with_response_limits(
-        &self,
-        endpoint: Arc<str>,
-        msg: ClientJsonRpcMessage,
-        sid: Option<Arc<str>>,
-        bearer: Option<String>,
-        headers: HashMap<HeaderName, HeaderValue>,
-        limits: ResponseLimits,
-    ) -> impl Future<Output = PostResult<Self::Error>> + Send + '_ {
-        self.post_guarded(endpoint, msg, sid, bearer, headers, limits)
+        fn post_message_with_response_limits(
+            &self,
+            endpoint: Arc<str>,
+            msg: ClientJsonRpcMessage,
+            sid: Option<Arc<str>>,
+            bearer: Option<String>,
+            headers: HashMap<HeaderName, HeaderValue>,
+            limits: ResponseLimits,
+        ) -> impl Future<Output = PostResult<Self::Error>> + Send + '_ {
+            self.post_guarded(endpoint, msg, sid, bearer, headers, limits)
+        }
     }
 
     fn delete_session(
@@ -502,44 +502,31 @@ impl<C: StreamableHttpClient> StreamableHttpClient for ResumeGuard<C> {
         self.inner.delete_session(endpoint, sid, bearer, headers)
     }
 
-    #[cfg(not(rmcp_line_1))]
     fn get_stream(
         &self,
         endpoint: Arc<str>,
-        sid: Option<Arc<str>>,
+        sid: line::get_session_type!(),
         cursor: Option<String>,
         bearer: Option<String>,
         headers: HashMap<HeaderName, HeaderValue>,
     ) -> impl Future<Output = GetResult<Self::Error>> + Send + '_ {
         let limit = line::event_limit(&ResponseLimits::default());
+        let sid = line::get_session(sid);
         self.get_guarded(endpoint, sid, cursor, bearer, headers, limit)
     }
 
-    // 1.x opens a GET only with a session.
-    #[cfg(rmcp_line_1)]
-    fn get_stream(
-        &self,
-        endpoint: Arc<str>,
-        sid: Arc<str>,
-        cursor: Option<String>,
-        bearer: Option<String>,
-        headers: HashMap<HeaderName, HeaderValue>,
-    ) -> impl Future<Output = GetResult<Self::Error>> + Send + '_ {
-        let limit = line::event_limit(&ResponseLimits::default());
-        self.get_guarded(endpoint, Some(sid), cursor, bearer, headers, limit)
-    }
-
-    #[cfg(not(rmcp_line_1))]
-    fn get_stream_with_max_sse_event_size(
-        &self,
-        endpoint: Arc<str>,
-        sid: Option<Arc<str>>,
-        cursor: Option<String>,
-        bearer: Option<String>,
-        headers: HashMap<HeaderName, HeaderValue>,
-        event_limit: usize,
-    ) -> impl Future<Output = GetResult<Self::Error>> + Send + '_ {
-        self.get_guarded(endpoint, sid, cursor, bearer, headers, event_limit)
+    crate::line::with_response_limits! {
+        fn get_stream_with_max_sse_event_size(
+            &self,
+            endpoint: Arc<str>,
+            sid: Option<Arc<str>>,
+            cursor: Option<String>,
+            bearer: Option<String>,
+            headers: HashMap<HeaderName, HeaderValue>,
+            event_limit: usize,
+        ) -> impl Future<Output = GetResult<Self::Error>> + Send + '_ {
+            self.get_guarded(endpoint, sid, cursor, bearer, headers, event_limit)
+        }
     }
 }
 

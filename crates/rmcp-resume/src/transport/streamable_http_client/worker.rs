@@ -10,8 +10,6 @@ use super::{
     StreamableHttpError,
 };
 use crate::RoleClient;
-#[cfg(not(rmcp_line_1))]
-use crate::model::ClientJsonRpcMessage;
 use crate::transport::Transport;
 use crate::transport::common::client_side_sse::ResumeConfig;
 use crate::transport::worker::{
@@ -57,8 +55,9 @@ impl<C: StreamableHttpClient> StreamableHttpClientWorker<C> {
     }
 }
 
-#[cfg(not(rmcp_line_1))]
-type Upstream<C> = upstream::transport::streamable_http_client::StreamableHttpClientWorker<C>;
+crate::line::with_control_queue! {
+    type Upstream<C> = upstream::transport::streamable_http_client::StreamableHttpClientWorker<C>;
+}
 
 impl<C: StreamableHttpClient> Worker for StreamableHttpClientWorker<C> {
     type Error = StreamableHttpError<C::Error>;
@@ -67,14 +66,14 @@ impl<C: StreamableHttpClient> Worker for StreamableHttpClientWorker<C> {
     // The relay hands every message to a transport whose worker is
     // upstream's, so it sorts messages into queues by upstream's rules
     // (3.x; 1.x's worker has one queue).
-    #[cfg(not(rmcp_line_1))]
-    fn is_control_message(message: &ClientJsonRpcMessage) -> bool {
-        <Upstream<C> as Worker>::is_control_message(message)
-    }
+    crate::line::with_control_queue! {
+        fn is_control_message(message: &crate::model::ClientJsonRpcMessage) -> bool {
+            <Upstream<C> as Worker>::is_control_message(message)
+        }
 
-    #[cfg(not(rmcp_line_1))]
-    fn supports_request_cancellation() -> bool {
-        <Upstream<C> as Worker>::supports_request_cancellation()
+        fn supports_request_cancellation() -> bool {
+            <Upstream<C> as Worker>::supports_request_cancellation()
+        }
     }
 
     fn err_closed() -> Self::Error {

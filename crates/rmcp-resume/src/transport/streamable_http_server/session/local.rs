@@ -41,8 +41,9 @@ mod handle;
 mod incarnation;
 mod manager;
 mod routing;
-#[cfg(not(rmcp_line_1))]
-mod store_id;
+crate::line::with_event_store! {
+    pub(crate) mod store_id;
+}
 mod streams;
 mod worker;
 

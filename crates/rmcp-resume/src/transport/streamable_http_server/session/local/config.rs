@@ -43,12 +43,6 @@ pub struct SessionConfig {
     /// keep for replay (fork-only). Past it, a session evicts its own oldest
     /// events before adding one, never another session's.
     pub max_replay_bytes_total: usize,
-    /// The key that binds event-store ids to their session. The
-    /// [`LocalSessionManager`](super::LocalSessionManager) sets its own in
-    /// every session it starts; see
-    /// [`with_event_id_secret`](super::LocalSessionManager::with_event_id_secret).
-    #[cfg(not(rmcp_line_1))]
-    pub(crate) event_id_key: super::store_id::EventIdKey,
 }
 
 impl SessionConfig {
@@ -101,8 +95,6 @@ impl Default for SessionConfig {
             max_replay_events: Self::DEFAULT_MAX_REPLAY_EVENTS,
             max_replay_bytes: Self::DEFAULT_MAX_REPLAY_BYTES,
             max_replay_bytes_total: Self::DEFAULT_MAX_REPLAY_BYTES_TOTAL,
-            #[cfg(not(rmcp_line_1))]
-            event_id_key: super::store_id::EventIdKey::default(),
         }
     }
 }

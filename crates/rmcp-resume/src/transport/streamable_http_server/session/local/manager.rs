@@ -18,8 +18,6 @@ use crate::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
 use crate::transport::WorkerTransport;
 use crate::transport::common::server_side_http::{SessionId, session_id};
 use crate::transport::resumption::{ResumeAnswer, RmcpEventId};
-#[cfg(not(rmcp_line_1))]
-use crate::transport::streamable_http_server::session::EventStore;
 use crate::transport::streamable_http_server::session::{
     RestoreOutcome, ServerSseMessage, SessionManager,
 };
@@ -38,10 +36,6 @@ pub struct LocalSessionManager {
     /// Bytes all sessions keep for replay, created from `session_config`
     /// when the first session starts.
     replay_bytes: std::sync::OnceLock<Arc<Meter>>,
-    /// Binds event-store ids to their session: this process's random key
-    /// unless a shared secret is given.
-    #[cfg(not(rmcp_line_1))]
-    event_id_key: super::store_id::EventIdKey,
 }
 
 /// Errors of [`LocalSessionManager`].
@@ -76,33 +70,36 @@ impl std::fmt::Debug for SharedSlot {
 }
 
 impl LocalSessionManager {
-    /// Persists every event in `event_store`, which then assigns event ids and
-    /// answers resumes.
-    #[cfg(not(rmcp_line_1))]
-    pub fn with_event_store(self, event_store: Arc<dyn EventStore>) -> Self {
-        Self {
-            event_store: StoreSlot::new(event_store),
-            ..self
+    crate::line::with_event_store! {
+        /// Persists every event in `event_store`, which then assigns event ids and
+        /// answers resumes.
+        pub fn with_event_store(
+            self,
+            event_store: Arc<dyn crate::transport::streamable_http_server::session::EventStore>,
+        ) -> Self {
+            Self {
+                event_store: self.event_store.with_store(event_store),
+                ..self
+            }
         }
-    }
 
-    /// Keys the MAC that binds each event id on the event-store path to its
-    /// session and store id (fork-only). A resume's `Last-Event-ID` reaches
-    /// the store only if its MAC verifies for the requesting session;
-    /// anything else is answered as a cursor the store does not know.
-    ///
-    /// Without this, the key is random and drawn once per process, so a
-    /// cursor issued by another process (another instance, or this one
-    /// before a restart) is refused like an unknown one. Instances that
-    /// share an event store and a session store, and so restore each
-    /// other's sessions, give all of them the same 32 random bytes (from a
-    /// secret manager, never from the code). Replacing the secret refuses
-    /// every cursor issued under the old one, the same way.
-    #[cfg(not(rmcp_line_1))]
-    pub fn with_event_id_secret(self, secret: [u8; 32]) -> Self {
-        Self {
-            event_id_key: super::store_id::EventIdKey::from_secret(&secret),
-            ..self
+        /// Keys the MAC that binds each event id on the event-store path to its
+        /// session and store id (fork-only). A resume's `Last-Event-ID` reaches
+        /// the store only if its MAC verifies for the requesting session;
+        /// anything else is answered as a cursor the store does not know.
+        ///
+        /// Without this, the key is random and drawn once per process, so a
+        /// cursor issued by another process (another instance, or this one
+        /// before a restart) is refused like an unknown one. Instances that
+        /// share an event store and a session store, and so restore each
+        /// other's sessions, give all of them the same 32 random bytes (from a
+        /// secret manager, never from the code). Replacing the secret refuses
+        /// every cursor issued under the old one, the same way.
+        pub fn with_event_id_secret(self, secret: [u8; 32]) -> Self {
+            Self {
+                event_store: self.event_store.with_secret(&secret),
+                ..self
+            }
         }
     }
 
@@ -167,15 +164,9 @@ impl LocalSessionManager {
     ) -> (LocalSessionHandle, SessionTransport) {
         let total = self.session_config.max_replay_bytes_total;
         let process = self.replay_bytes.get_or_init(|| Meter::new(total)).clone();
-        #[cfg_attr(rmcp_line_1, allow(unused_mut))]
-        let mut config = self.session_config.clone();
-        #[cfg(not(rmcp_line_1))]
-        {
-            config.event_id_key = self.event_id_key.clone();
-        }
         let (handle, worker) = new_session(
             id,
-            config,
+            self.session_config.clone(),
             self.event_store.clone(),
             incarnation,
             Some(process),
@@ -241,64 +232,66 @@ impl LocalSessionManager {
         id: &SessionId,
         cursor: &str,
     ) -> Result<ResumedStream, LocalSessionManagerError> {
-        #[cfg(not(rmcp_line_1))]
-        if self.event_store.is_set() {
-            return self.resume_from_store(id, cursor).await;
+        crate::line::with_event_store! {
+            if self.event_store.is_set() {
+                return self.resume_from_store(id, cursor).await;
+            }
         }
         let event_id: EventId = cursor.parse()?;
         Ok(self.live(id).await?.resume_with_notice(event_id).await?)
     }
 }
 
-#[cfg(not(rmcp_line_1))]
-impl LocalSessionManager {
-    /// A resume answered by the event store. The store's answer proves
-    /// nothing about what it no longer holds, so the notice claims no
-    /// completeness, and a replay that is over before its first event (an
-    /// unknown, evicted or drained cursor: the store cannot say which) is
-    /// refused rather than answered with an empty `200`. A cursor whose MAC
-    /// does not verify for this session never reaches the store and gets
-    /// that same refusal, so a forged, foreign or other session's cursor is
-    /// indistinguishable from an unknown one.
-    async fn resume_from_store(
-        &self,
-        id: &SessionId,
-        cursor: &str,
-    ) -> Result<ResumedStream, LocalSessionManagerError> {
-        let parsed = crate::transport::resumption::EventCursor::parse(cursor)
-            .map_err(EventIdParseError::Malformed)?;
-        let Some(store_id) = self.event_id_key.unscope(id, cursor) else {
-            tracing::debug!(
-                session_id = %id,
-                "event-store cursor not issued to this session under this key"
+crate::line::with_event_store! {
+    impl LocalSessionManager {
+        /// A resume answered by the event store. The store's answer proves
+        /// nothing about what it no longer holds, so the notice claims no
+        /// completeness, and a replay that is over before its first event (an
+        /// unknown, evicted or drained cursor: the store cannot say which) is
+        /// refused rather than answered with an empty `200`. A cursor whose MAC
+        /// does not verify for this session never reaches the store and gets
+        /// that same refusal, so a forged, foreign or other session's cursor is
+        /// indistinguishable from an unknown one.
+        async fn resume_from_store(
+            &self,
+            id: &SessionId,
+            cursor: &str,
+        ) -> Result<ResumedStream, LocalSessionManagerError> {
+            let parsed = crate::transport::resumption::EventCursor::parse(cursor)
+                .map_err(EventIdParseError::Malformed)?;
+            let Some(store_id) = self.event_store.key().unscope(id, cursor) else {
+                tracing::debug!(
+                    session_id = %id,
+                    "event-store cursor not issued to this session under this key"
+                );
+                return Err(SessionError::StoreHasNothingAfter.into());
+            };
+            let Some(replayed) = self.event_store.replay_after(&store_id).await else {
+                return Err(SessionError::InvalidEventId.into());
+            };
+            let mut stream = replayed.map_err(SessionError::EventStore)?;
+            let Some(first) = futures::StreamExt::next(&mut stream).await else {
+                return Err(SessionError::StoreHasNothingAfter.into());
+            };
+            let (session, key) = (id.clone(), self.event_store.key().clone());
+            let stream = futures::StreamExt::map(
+                futures::StreamExt::chain(futures::stream::once(std::future::ready(first)), stream),
+                move |mut event: ServerSseMessage| {
+                    event.event_id = event
+                        .event_id
+                        .map(|store_id| key.scoped(&session, &store_id));
+                    event
+                },
             );
-            return Err(SessionError::StoreHasNothingAfter.into());
-        };
-        let Some(replayed) = self.event_store.replay_after(&store_id).await else {
-            return Err(SessionError::InvalidEventId.into());
-        };
-        let mut stream = replayed.map_err(SessionError::EventStore)?;
-        let Some(first) = futures::StreamExt::next(&mut stream).await else {
-            return Err(SessionError::StoreHasNothingAfter.into());
-        };
-        let (session, key) = (id.clone(), self.event_id_key.clone());
-        let stream = futures::StreamExt::map(
-            futures::StreamExt::chain(futures::stream::once(std::future::ready(first)), stream),
-            move |mut event: ServerSseMessage| {
-                event.event_id = event
-                    .event_id
-                    .map(|store_id| key.scoped(&session, &store_id));
-                event
-            },
-        );
-        Ok(ResumedStream {
-            notice: crate::transport::resumption::ReplayNotice {
-                cursor: parsed,
-                floor: None,
-                complete: false,
-            },
-            stream: Box::pin(stream),
-        })
+            Ok(ResumedStream {
+                notice: crate::transport::resumption::ReplayNotice {
+                    cursor: parsed,
+                    floor: None,
+                    complete: false,
+                },
+                stream: Box::pin(stream),
+            })
+        }
     }
 }
 
@@ -421,8 +414,11 @@ impl SessionManager for LocalSessionManager {
         Ok(RestoreOutcome::Restored(transport))
     }
 
-    #[cfg(not(rmcp_line_1))]
-    fn event_store(&self) -> Option<Arc<dyn EventStore>> {
-        self.event_store.get()
+    crate::line::with_event_store! {
+        fn event_store(
+            &self,
+        ) -> Option<Arc<dyn crate::transport::streamable_http_server::session::EventStore>> {
+            self.event_store.get()
+        }
     }
 }

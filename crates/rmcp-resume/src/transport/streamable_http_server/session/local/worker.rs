@@ -138,18 +138,6 @@ impl std::fmt::Debug for LocalSessionWorker {
     }
 }
 
-/// The id sent for a store's id: bound to the session by the MAC keyed in
-/// `config` on the 3.x line (the 1.x line has no event store).
-fn scoped_id(config: &SessionConfig, session: &SessionId, store_id: &str) -> String {
-    #[cfg(not(rmcp_line_1))]
-    return config.event_id_key.scoped(session, store_id);
-    #[cfg(rmcp_line_1)]
-    {
-        let _ = (config, session);
-        store_id.to_owned()
-    }
-}
-
 impl LocalSessionWorker {
     /// The session id.
     pub fn id(&self) -> &SessionId {
@@ -385,10 +373,8 @@ impl LocalSessionWorker {
             // Upstream's key, so stores written by upstream stay readable.
             StreamId::Standalone => format!("{}:common", self.id),
         };
-        match self.event_store.store(&stream_id, event).await {
-            Some(stored) => stored
-                .map(|id| Some(scoped_id(&self.config, &self.id, &id)))
-                .map_err(crate::line::store_failed),
+        match self.event_store.store(&self.id, &stream_id, event).await {
+            Some(stored) => stored.map(Some).map_err(crate::line::store_failed),
             None => Ok(None),
         }
     }
