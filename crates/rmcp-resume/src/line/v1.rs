@@ -13,17 +13,29 @@ pub(crate) const UPSTREAM_VERSION: &str = "1.8.0";
 #[cfg(rmcp_line_2)]
 pub(crate) const UPSTREAM_VERSION: &str = "2.2.0";
 
+// Upstream's `transport` and `service` modules exist only with `client` or
+// `server` (as this crate's `transport`, see lib.rs), so everything below is
+// gated on one of them too: a transport feature alone compiles, as upstream
+// does (`cargo hack` in `.ci/test --extended` checks the combinations).
+
 /// 1.8 serves every revision it knows with `initialize` and sessions.
-#[cfg(any(
-    feature = "transport-streamable-http-client",
-    feature = "transport-streamable-http-server"
+#[cfg(all(
+    any(feature = "client", feature = "server"),
+    any(
+        feature = "transport-streamable-http-client",
+        feature = "transport-streamable-http-server"
+    )
 ))]
 pub(crate) fn has_initialize(_version: &crate::model::ProtocolVersion) -> bool {
     true
 }
 
 /// In 1.8 a cancellation always names its request.
-#[cfg(all(feature = "transport-streamable-http-server-session", not(rmcp_line_2)))]
+#[cfg(all(
+    any(feature = "client", feature = "server"),
+    feature = "transport-streamable-http-server-session",
+    not(rmcp_line_2)
+))]
 pub(crate) fn cancelled_request(
     params: &crate::model::CancelledNotificationParam,
 ) -> Option<crate::model::RequestId> {
@@ -31,17 +43,27 @@ pub(crate) fn cancelled_request(
 }
 
 /// In 2.2 a cancellation may name no request (as in 3.11).
-#[cfg(all(feature = "transport-streamable-http-server-session", rmcp_line_2))]
+#[cfg(all(
+    any(feature = "client", feature = "server"),
+    feature = "transport-streamable-http-server-session",
+    rmcp_line_2
+))]
 pub(crate) fn cancelled_request(
     params: &crate::model::CancelledNotificationParam,
 ) -> Option<crate::model::RequestId> {
     params.request_id.clone()
 }
 
-#[cfg(feature = "transport-streamable-http-server-session")]
+#[cfg(all(
+    any(feature = "client", feature = "server"),
+    feature = "transport-streamable-http-server-session"
+))]
 pub(crate) use server::*;
 
-#[cfg(feature = "transport-streamable-http-server-session")]
+#[cfg(all(
+    any(feature = "client", feature = "server"),
+    feature = "transport-streamable-http-server-session"
+))]
 mod server {
     use std::pin::Pin;
 
@@ -116,10 +138,16 @@ mod server {
     }
 }
 
-#[cfg(feature = "transport-streamable-http-client")]
+#[cfg(all(
+    any(feature = "client", feature = "server"),
+    feature = "transport-streamable-http-client"
+))]
 pub(crate) use client::*;
 
-#[cfg(feature = "transport-streamable-http-client")]
+#[cfg(all(
+    any(feature = "client", feature = "server"),
+    feature = "transport-streamable-http-client"
+))]
 mod client {
     use std::collections::HashMap;
     use std::sync::Arc;

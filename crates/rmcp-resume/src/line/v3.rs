@@ -3,27 +3,44 @@
 /// The upstream release this line overlays.
 pub(crate) const UPSTREAM_VERSION: &str = "3.11.0";
 
+// Upstream's `transport` and `service` modules exist only with `client` or
+// `server` (as this crate's `transport`, see lib.rs), so everything below is
+// gated on one of them too: a transport feature alone compiles, as upstream
+// does (`cargo hack` in `.ci/test --extended` checks the combinations).
+
 /// Whether `version` has `initialize`, and so sessions and resumable streams.
-#[cfg(any(
-    feature = "transport-streamable-http-client",
-    feature = "transport-streamable-http-server"
+#[cfg(all(
+    any(feature = "client", feature = "server"),
+    any(
+        feature = "transport-streamable-http-client",
+        feature = "transport-streamable-http-server"
+    )
 ))]
 pub(crate) fn has_initialize(version: &crate::model::ProtocolVersion) -> bool {
     version.has_initialize()
 }
 
 /// The request a cancellation names, if it names one.
-#[cfg(feature = "transport-streamable-http-server-session")]
+#[cfg(all(
+    any(feature = "client", feature = "server"),
+    feature = "transport-streamable-http-server-session"
+))]
 pub(crate) fn cancelled_request(
     params: &crate::model::CancelledNotificationParam,
 ) -> Option<crate::model::RequestId> {
     params.request_id.clone()
 }
 
-#[cfg(feature = "transport-streamable-http-server-session")]
+#[cfg(all(
+    any(feature = "client", feature = "server"),
+    feature = "transport-streamable-http-server-session"
+))]
 pub(crate) use server::*;
 
-#[cfg(feature = "transport-streamable-http-server-session")]
+#[cfg(all(
+    any(feature = "client", feature = "server"),
+    feature = "transport-streamable-http-server-session"
+))]
 mod server {
     use std::sync::Arc;
 
@@ -172,10 +189,16 @@ mod server {
     }
 }
 
-#[cfg(feature = "transport-streamable-http-client")]
+#[cfg(all(
+    any(feature = "client", feature = "server"),
+    feature = "transport-streamable-http-client"
+))]
 pub(crate) use client::*;
 
-#[cfg(feature = "transport-streamable-http-client")]
+#[cfg(all(
+    any(feature = "client", feature = "server"),
+    feature = "transport-streamable-http-client"
+))]
 mod client {
     use std::collections::HashMap;
     use std::sync::Arc;

@@ -1,8 +1,6 @@
 //! [`StreamableHttpClientTransport`]: upstream's worker over a
 //! [`ResumeGuard`].
 
-use std::sync::Arc;
-
 use tokio_util::sync::CancellationToken;
 
 use super::{
@@ -101,7 +99,7 @@ impl<C: StreamableHttpClient> Transport<RoleClient> for StreamableHttpClientTran
 #[cfg(feature = "transport-streamable-http-client-reqwest")]
 impl StreamableHttpClientTransport<reqwest::Client> {
     /// A transport to `uri` over the default reqwest client.
-    pub fn from_uri(uri: impl Into<Arc<str>>) -> Self {
+    pub fn from_uri(uri: impl Into<std::sync::Arc<str>>) -> Self {
         let mut config = StreamableHttpClientTransportConfig::default();
         config.uri = uri.into();
         Self::from_config(config)
@@ -148,7 +146,7 @@ fn default_reqwest_client() -> reqwest::Client {
 impl StreamableHttpClientTransport<crate::transport::UnixSocketHttpClient> {
     /// A transport through the Unix socket at `socket_path` (`@name` for an
     /// abstract socket); `uri` gives the Host header and path.
-    pub fn from_unix_socket(socket_path: &str, uri: impl Into<Arc<str>>) -> Self {
+    pub fn from_unix_socket(socket_path: &str, uri: impl Into<std::sync::Arc<str>>) -> Self {
         let mut config = StreamableHttpClientTransportConfig::default();
         config.uri = uri.into();
         Self::from_unix_socket_with_config(socket_path, config)
