@@ -31,6 +31,11 @@ const LINE_2: Line = Line {
     face: "crates/rmcp-2/Cargo.toml",
 };
 
+const LINE_0_17: Line = Line {
+    overlay: "crates/rmcp-resume-0-17/Cargo.toml",
+    face: "crates/rmcp-0-17/Cargo.toml",
+};
+
 fn manifest(path: PathBuf) -> toml::Table {
     let text =
         std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
@@ -136,8 +141,13 @@ fn overlay_2_accepts_every_upstream_2_feature_and_forwards_it() {
 }
 
 #[test]
+fn overlay_0_17_accepts_every_upstream_0_17_feature_and_forwards_it() {
+    accepts_every_upstream_feature_and_forwards_it(&LINE_0_17);
+}
+
+#[test]
 fn patch_faces_declare_their_overlays_features() {
-    for line in [LINE_3, LINE_2, LINE_1] {
+    for line in [LINE_3, LINE_2, LINE_1, LINE_0_17] {
         assert_eq!(
             features(&ours(line.face)),
             features(&ours(line.overlay)),
@@ -150,7 +160,7 @@ fn patch_faces_declare_their_overlays_features() {
 
 #[test]
 fn patch_faces_carry_upstream_version_and_tag() {
-    for line in [LINE_3, LINE_2, LINE_1] {
+    for line in [LINE_3, LINE_2, LINE_1, LINE_0_17] {
         let version = pinned(&ours(line.overlay));
         let face = ours(line.face);
         assert_eq!(face["package"]["name"].as_str(), Some("rmcp"));

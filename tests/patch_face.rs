@@ -1,5 +1,5 @@
 //! Proof (b): each `[patch.crates-io]` face replaces rmcp in an application
-//! that asks for plain `rmcp = "3.11"`, `rmcp = "2.2"` or `rmcp = "1.8"`, and it builds
+//! that asks for plain `rmcp = "3.11"`, `rmcp = "2.2"`, `rmcp = "1.8"` or `rmcp = "0.17"`, and it builds
 //! offline.
 //!
 //! A face takes upstream from upstream's git tag. Nothing of upstream is
@@ -48,6 +48,14 @@ const FACE_1: Face = Face {
     requirement: "1.8",
     fixture: "patch-app-1",
     result: "patched",
+};
+
+const FACE_0_17: Face = Face {
+    dir: "crates/rmcp-0-17",
+    version: "0.17.0",
+    requirement: "0.17",
+    fixture: "patch-app-0-17",
+    result: "PATCHED",
 };
 
 const FACE_2: Face = Face {
@@ -304,4 +312,9 @@ fn patch_face_1_replaces_crates_io_rmcp_1_offline() {
 #[test]
 fn patch_face_2_replaces_crates_io_rmcp_2_offline() {
     prove(&FACE_2);
+}
+
+#[test]
+fn patch_face_0_17_replaces_crates_io_rmcp_0_17_offline() {
+    prove(&FACE_0_17);
 }

@@ -5,7 +5,8 @@
 //! and against rmcp 2.2 (`rmcp-resume-2`, whose build script sets
 //! `cfg(rmcp_line_1)` and `cfg(rmcp_line_2)`: 2.2 keeps 1.8's API where the
 //! glue meets it, so it shares `line/v1.rs`, whose `cfg(rmcp_line_2)` items
-//! are its differences). Each file here gives every line the same small
+//! are its differences) and against rmcp 0.17 (`rmcp-resume-0-17`:
+//! `cfg(rmcp_line_1)` and `cfg(rmcp_line_0_17)`, the same way). Each file here gives every line the same small
 //! surface over what one of them lacks, so that the rest of the glue is
 //! written once. Nothing outside this file and `line/` reads a
 //! `cfg(rmcp_line_*)` (`.ci/test` checks it): an item that only one line has
@@ -20,6 +21,8 @@
 //! | `with_event_store!`, `with_event_store_variant!` | the items (and `SessionError`'s variant) of the event-store API | dropped |
 //! | `with_response_limits!`, `with_control_queue!` | the client methods that take limits; the worker's control-queue hooks | dropped |
 //! | `get_session_type!`, `get_session` | `get_stream`'s optional session | 1.8's required session |
+//! | `with_session_store!`, `session_store` | the items of the session store; the config's store | kept, the config's store; 0.17: dropped, never a store |
+//! | `idle_quit`, `sse_event`, `sse_message`, `priming`, `error_request_id`, `is_session_expired` | upstream's spellings | the same; 0.17: what it has instead |
 //! | `originating_request` | SEP-2260's `OriginatingRequestId` | none (requests go to the standalone stream) |
 //! | `ResponseLimits`, `post`, `get` | the size-limited client calls | the plain calls (1.8 reads events unbounded) |
 

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use rmcp::{
     Peer, RoleServer, ServerHandler,
     handler::server::{router::tool::ToolRouter, wrapper::Parameters},
-    model::{ProgressNotificationParam, ServerCapabilities},
+    model::ServerCapabilities,
     schemars, tool, tool_handler, tool_router,
 };
 use tokio::sync::Notify;
@@ -103,8 +103,7 @@ impl DemoServer {
     ) -> String {
         if let Some(token) = meta.get_progress_token() {
             for step in 1..=count {
-                let param = ProgressNotificationParam::new(token.clone(), f64::from(step))
-                    .with_total(f64::from(count));
+                let param = crate::line::progress(token.clone(), f64::from(step), f64::from(count));
                 if peer.notify_progress(param).await.is_err() {
                     break;
                 }
@@ -127,8 +126,7 @@ impl DemoServer {
         let token = meta.get_progress_token();
         for step in 1..=count {
             if let Some(token) = &token {
-                let param = ProgressNotificationParam::new(token.clone(), f64::from(step))
-                    .with_total(f64::from(count));
+                let param = crate::line::progress(token.clone(), f64::from(step), f64::from(count));
                 let _ = peer.notify_progress(param).await;
             }
             if step == 1 {
@@ -168,7 +166,7 @@ impl DemoServer {
         let uri = format!("test://flood/{}", "x".repeat(size as usize));
         let mut sent = 0;
         for _ in 0..count {
-            let param = rmcp::model::ResourceUpdatedNotificationParam::new(uri.clone());
+            let param = crate::line::resource_updated(uri.clone());
             if peer.notify_resource_updated(param).await.is_ok() {
                 sent += 1;
             }
@@ -189,8 +187,7 @@ impl DemoServer {
                 if interval_ms > 0 {
                     tokio::time::sleep(std::time::Duration::from_millis(interval_ms)).await;
                 }
-                let param = ProgressNotificationParam::new(token.clone(), f64::from(step))
-                    .with_total(f64::from(count));
+                let param = crate::line::progress(token.clone(), f64::from(step), f64::from(count));
                 if peer.notify_progress(param).await.is_err() {
                     break;
                 }
@@ -210,8 +207,7 @@ impl DemoServer {
         tokio::spawn(async move {
             for n in 1..=count {
                 tokio::time::sleep(std::time::Duration::from_millis(interval_ms)).await;
-                let param =
-                    rmcp::model::ResourceUpdatedNotificationParam::new(format!("tick://{n}"));
+                let param = crate::line::resource_updated(format!("tick://{n}"));
                 if peer.notify_resource_updated(param).await.is_err() {
                     break;
                 }
@@ -244,7 +240,9 @@ impl DemoServer {
 #[tool_handler(router = self.tool_router)]
 impl ServerHandler for DemoServer {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-            .with_instructions("rmcp-resume demo server")
+        crate::line::server_info(
+            ServerCapabilities::builder().enable_tools().build(),
+            "rmcp-resume demo server",
+        )
     }
 }

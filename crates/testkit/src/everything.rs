@@ -21,11 +21,9 @@ use rmcp::{
     model::{
         CallToolRequestParams, CallToolResult, CompleteRequestParams, CompleteResult,
         CreateMessageRequestParams, GetPromptRequestParams, GetPromptResult, ListPromptsResult,
-        ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, LoggingLevel,
-        LoggingMessageNotificationParam, PaginatedRequestParams, ProgressNotificationParam,
-        ReadResourceRequestParams, ReadResourceResult, Reference, ResourceUpdatedNotificationParam,
-        ServerCapabilities, SetLevelRequestParams, SubscribeRequestParams,
-        UnsubscribeRequestParams,
+        ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+        ReadResourceRequestParams, ReadResourceResult, Reference, ServerCapabilities,
+        SetLevelRequestParams, SubscribeRequestParams, UnsubscribeRequestParams,
     },
     service::RequestContext,
     transport::streamable_http_server::session::local::LocalSessionManager,
@@ -244,8 +242,7 @@ impl Everything {
     }
 
     async fn log(&self, context: &RequestContext<RoleServer>, data: &str) {
-        let param = LoggingMessageNotificationParam::new(LoggingLevel::Info, json!(data))
-            .with_logger("everything");
+        let param = crate::line::log_info("everything", json!(data));
         // A client that has gone cannot be logged to; the tool goes on.
         let _ = context.peer.notify_logging_message(param).await;
     }
@@ -378,8 +375,7 @@ impl Everything {
             "test_tool_with_progress" => {
                 if let Some(token) = context.meta.get_progress_token() {
                     for step in [0.0, 50.0, 100.0] {
-                        let param =
-                            ProgressNotificationParam::new(token.clone(), step).with_total(100.0);
+                        let param = crate::line::progress(token.clone(), step, 100.0);
                         let _ = context.peer.notify_progress(param).await;
                     }
                 }
@@ -436,7 +432,7 @@ impl ServerHandler for Everything {
             "completions": {}
         }))
         .unwrap_or_default();
-        ServerConfig::new(capabilities).with_instructions("rmcp-resume everything server")
+        crate::line::server_info(capabilities, "rmcp-resume everything server")
     }
 
     async fn list_tools(
@@ -523,7 +519,7 @@ impl ServerHandler for Everything {
         // that the subscription is seen to work.
         tokio::spawn(async move {
             let _ = peer
-                .notify_resource_updated(ResourceUpdatedNotificationParam::new(request.uri))
+                .notify_resource_updated(crate::line::resource_updated(request.uri))
                 .await;
         });
         Ok(())

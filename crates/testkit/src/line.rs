@@ -28,6 +28,89 @@ pub fn without_sessions(
 ) -> rmcp::transport::StreamableHttpServerConfig {
     #[cfg(not(rmcp_line_1))]
     return config.with_legacy_session_mode(false);
-    #[cfg(rmcp_line_1)]
+    #[cfg(all(rmcp_line_1, not(rmcp_line_0_17)))]
     return config.with_stateful_mode(false);
+    // 0.17's config has no builders.
+    #[cfg(rmcp_line_0_17)]
+    return rmcp::transport::StreamableHttpServerConfig {
+        stateful_mode: false,
+        ..config
+    };
+}
+
+/// A progress notification: `progress` out of `total`.
+pub fn progress(
+    token: rmcp::model::ProgressToken,
+    progress: f64,
+    total: f64,
+) -> rmcp::model::ProgressNotificationParam {
+    #[cfg(not(rmcp_line_0_17))]
+    return rmcp::model::ProgressNotificationParam::new(token, progress).with_total(total);
+    // 0.17's params have no constructors.
+    #[cfg(rmcp_line_0_17)]
+    return rmcp::model::ProgressNotificationParam {
+        progress_token: token,
+        progress,
+        total: Some(total),
+        message: None,
+    };
+}
+
+/// A resource-updated notification for `uri`.
+pub fn resource_updated(uri: String) -> rmcp::model::ResourceUpdatedNotificationParam {
+    #[cfg(not(rmcp_line_0_17))]
+    return rmcp::model::ResourceUpdatedNotificationParam::new(uri);
+    #[cfg(rmcp_line_0_17)]
+    return rmcp::model::ResourceUpdatedNotificationParam { uri };
+}
+
+/// An info log message from `logger`.
+// The everything server's logging tool still sends it; 3.x deprecates
+// logging (SEP-2577).
+#[allow(deprecated)]
+pub fn log_info(
+    logger: &str,
+    data: serde_json::Value,
+) -> rmcp::model::LoggingMessageNotificationParam {
+    #[cfg(not(rmcp_line_0_17))]
+    return rmcp::model::LoggingMessageNotificationParam::new(
+        rmcp::model::LoggingLevel::Info,
+        data,
+    )
+    .with_logger(logger);
+    #[cfg(rmcp_line_0_17)]
+    return rmcp::model::LoggingMessageNotificationParam {
+        level: rmcp::model::LoggingLevel::Info,
+        logger: Some(logger.to_owned()),
+        data,
+    };
+}
+
+/// A server's info: its capabilities and instructions.
+pub fn server_info(
+    capabilities: rmcp::model::ServerCapabilities,
+    instructions: &str,
+) -> ServerConfig {
+    #[cfg(not(rmcp_line_0_17))]
+    return ServerConfig::new(capabilities).with_instructions(instructions);
+    #[cfg(rmcp_line_0_17)]
+    return ServerConfig {
+        capabilities,
+        instructions: Some(instructions.to_owned()),
+        ..Default::default()
+    };
+}
+
+/// The default server configuration, stopped by `ct`.
+pub fn server_config(
+    ct: tokio_util::sync::CancellationToken,
+) -> rmcp::transport::StreamableHttpServerConfig {
+    #[cfg(not(rmcp_line_0_17))]
+    return rmcp::transport::StreamableHttpServerConfig::default().with_cancellation_token(ct);
+    // 0.17's config has no builders.
+    #[cfg(rmcp_line_0_17)]
+    return rmcp::transport::StreamableHttpServerConfig {
+        cancellation_token: ct,
+        ..Default::default()
+    };
 }

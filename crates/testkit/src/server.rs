@@ -18,6 +18,7 @@ use std::time::Duration;
 use rmcp::transport::StreamableHttpService;
 use rmcp::transport::streamable_http_server::session::SessionManager;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+#[cfg(not(rmcp_line_0_17))]
 use rmcp::transport::streamable_http_server::session::store::SessionStore;
 use rmcp::transport::streamable_http_server::tower::ResumeStats;
 use tokio::sync::Notify;
@@ -79,6 +80,7 @@ pub struct TestServer {
     idle_session: Option<Duration>,
     wedged: bool,
     stateless: bool,
+    #[cfg(not(rmcp_line_0_17))]
     session_store: Option<Arc<dyn SessionStore>>,
     #[cfg(not(rmcp_line_1))]
     event_store: Option<Arc<dyn rmcp::transport::streamable_http_server::session::EventStore>>,
@@ -95,7 +97,6 @@ impl std::fmt::Debug for TestServer {
         f.debug_struct("TestServer")
             .field("side", &self.side)
             .field("window", &self.window)
-            .field("session_store", &self.session_store.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -117,6 +118,7 @@ impl TestServer {
             idle_session: None,
             wedged: false,
             stateless: false,
+            #[cfg(not(rmcp_line_0_17))]
             session_store: None,
             #[cfg(not(rmcp_line_1))]
             event_store: None,
@@ -241,6 +243,7 @@ impl TestServer {
 
     /// Keeps session state in `store`, so another server sharing it (another
     /// instance, or this one after a restart) restores the session (fork only).
+    #[cfg(not(rmcp_line_0_17))]
     pub fn session_store(self, store: Arc<dyn SessionStore>) -> Self {
         Self {
             session_store: Some(store),
@@ -324,18 +327,21 @@ impl TestServer {
     }
 
     fn fork_config(&self) -> rmcp::transport::StreamableHttpServerConfig {
-        let mut config = rmcp::transport::StreamableHttpServerConfig::default()
-            .with_cancellation_token(self.ct.clone());
+        // Fields, not `with_*`: 0.17's config has no builders.
+        let mut config = crate::line::server_config(self.ct.clone());
         if let Some(retry) = self.retry {
-            config = config.with_sse_retry(retry);
+            config.sse_retry = retry;
         }
         if let Some(keep_alive) = self.keep_alive {
-            config = config.with_sse_keep_alive(keep_alive);
+            config.sse_keep_alive = keep_alive;
         }
         if self.stateless {
             config = crate::line::without_sessions(config);
         }
-        config.session_store = self.session_store.clone();
+        #[cfg(not(rmcp_line_0_17))]
+        {
+            config.session_store = self.session_store.clone();
+        }
         config
     }
 
@@ -442,24 +448,35 @@ impl TestServer {
         let mut manager =
             upstream::transport::streamable_http_server::session::local::LocalSessionManager::default();
         let session = &mut manager.session_config;
+        // 0.17's sessions have neither a completed-stream cache nor an
+        // initialize timeout.
+        #[cfg(not(rmcp_line_0_17))]
         self.apply_session(
             &mut session.channel_capacity,
             &mut session.completed_cache_ttl,
         );
+        #[cfg(rmcp_line_0_17)]
+        {
+            let mut no_cache = Duration::ZERO;
+            self.apply_session(&mut session.channel_capacity, &mut no_cache);
+        }
         if let Some(after) = self.idle_session {
             session.keep_alive = Some(after);
         }
         if !self.session_timers {
             session.keep_alive = None;
-            session.init_timeout = None;
+            #[cfg(not(rmcp_line_0_17))]
+            {
+                session.init_timeout = None;
+            }
         }
-        let mut config = upstream::transport::StreamableHttpServerConfig::default()
-            .with_cancellation_token(self.ct.clone());
+        // Fields, not `with_*`: 0.17's config has no builders.
+        let mut config = crate::line::server_config(self.ct.clone());
         if let Some(retry) = self.retry {
-            config = config.with_sse_retry(retry);
+            config.sse_retry = retry;
         }
         if let Some(keep_alive) = self.keep_alive {
-            config = config.with_sse_keep_alive(keep_alive);
+            config.sse_keep_alive = keep_alive;
         }
         upstream::transport::StreamableHttpService::new(
             move || Ok(handler()),

@@ -28,7 +28,7 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use rmcp::{
     Peer, RoleServer, ServerHandler,
     handler::server::{router::tool::ToolRouter, wrapper::Parameters},
-    model::{ProgressNotificationParam, ProgressToken, ServerCapabilities},
+    model::{ProgressToken, ServerCapabilities},
     schemars, tool, tool_handler, tool_router,
 };
 
@@ -84,8 +84,7 @@ impl Default for ShapesServer {
 
 /// Sends progress `value` of `total` for `token`; false once the peer is gone.
 async fn progress(peer: &Peer<RoleServer>, token: &ProgressToken, value: u32, total: u32) -> bool {
-    let param = ProgressNotificationParam::new(token.clone(), f64::from(value))
-        .with_total(f64::from(total));
+    let param = crate::line::progress(token.clone(), f64::from(value), f64::from(total));
     peer.notify_progress(param).await.is_ok()
 }
 
@@ -214,7 +213,9 @@ impl ShapesServer {
 #[tool_handler(router = self.tool_router)]
 impl ServerHandler for ShapesServer {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-            .with_instructions("rmcp-resume peer matrix server")
+        crate::line::server_info(
+            ServerCapabilities::builder().enable_tools().build(),
+            "rmcp-resume peer matrix server",
+        )
     }
 }

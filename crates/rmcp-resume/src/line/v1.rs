@@ -4,10 +4,20 @@
 //! The 2.2 line keeps all of that and is compiled from this file too; it
 //! differs from 1.8 only where `cfg(rmcp_line_2)` says: a cancellation whose
 //! request id is optional, and its version.
+//!
+//! The 0.17 line is compiled from this file as well; `cfg(rmcp_line_0_17)`
+//! marks what 0.17 lacks beside that: a session store (and so
+//! `restore_session`), constructors and `Default` for SSE frames, the
+//! worker's idle reason, the client's `SessionExpired`, and an error whose
+//! request id may be absent.
 
 /// The upstream release this line overlays.
-#[cfg(not(rmcp_line_2))]
+#[cfg(not(any(rmcp_line_2, rmcp_line_0_17)))]
 pub(crate) const UPSTREAM_VERSION: &str = "1.8.0";
+
+/// The upstream release this line overlays.
+#[cfg(rmcp_line_0_17)]
+pub(crate) const UPSTREAM_VERSION: &str = "0.17.0";
 
 /// The upstream release this line overlays.
 #[cfg(rmcp_line_2)]
@@ -73,6 +83,122 @@ mod server {
     use crate::transport::streamable_http_server::session::local::SessionError;
     use crate::transport::streamable_http_server::session::{ServerSseMessage, SessionManager};
 
+    use crate::model::ServerJsonRpcMessage;
+    use crate::transport::worker::WorkerQuitReason;
+
+    /// Expands the items it wraps: 1.8 and 2.2 have `SessionStore`, so
+    /// their session managers restore sessions.
+    #[cfg(not(rmcp_line_0_17))]
+    macro_rules! with_session_store {
+        ($($item:tt)*) => { $($item)* };
+    }
+    /// Drops the items it wraps: 0.17 has no `SessionStore`, and its
+    /// `SessionManager` no `restore_session`.
+    #[cfg(rmcp_line_0_17)]
+    macro_rules! with_session_store {
+        ($($item:tt)*) => {};
+    }
+    pub(crate) use with_session_store;
+
+    /// The service's session store, if it has one.
+    #[cfg(all(feature = "transport-streamable-http-server", not(rmcp_line_0_17)))]
+    pub(crate) fn session_store(
+        config: &crate::transport::StreamableHttpServerConfig,
+    ) -> Option<&std::sync::Arc<dyn crate::transport::streamable_http_server::session::SessionStore>>
+    {
+        config.session_store.as_ref()
+    }
+
+    /// 0.17 has no session store; this stands for one that is never there.
+    #[cfg(rmcp_line_0_17)]
+    pub(crate) enum NoSessionStore {}
+
+    #[cfg(rmcp_line_0_17)]
+    impl NoSessionStore {
+        pub(crate) async fn load(
+            &self,
+            _session: &str,
+        ) -> Result<Option<()>, std::convert::Infallible> {
+            match *self {}
+        }
+    }
+
+    /// 0.17 has no session store.
+    #[cfg(all(feature = "transport-streamable-http-server", rmcp_line_0_17))]
+    pub(crate) fn session_store(
+        _config: &crate::transport::StreamableHttpServerConfig,
+    ) -> Option<&NoSessionStore> {
+        None
+    }
+
+    /// Why a session's worker stops after `idle` without activity.
+    #[cfg(not(rmcp_line_0_17))]
+    pub(crate) fn idle_quit<E>(idle: std::time::Duration) -> WorkerQuitReason<E> {
+        WorkerQuitReason::IdleTimeout(idle)
+    }
+
+    /// 0.17's worker has no idle reason; a closed transport is the quiet
+    /// way to stop (a fatal one would be logged as an error).
+    #[cfg(rmcp_line_0_17)]
+    pub(crate) fn idle_quit<E>(_idle: std::time::Duration) -> WorkerQuitReason<E> {
+        WorkerQuitReason::TransportClosed
+    }
+
+    /// An event with an id.
+    pub(crate) fn sse_event(id: String, message: ServerJsonRpcMessage) -> ServerSseMessage {
+        frame(Some(id), Some(message), None)
+    }
+
+    /// A message without an id (the log assigns it).
+    pub(crate) fn sse_message(message: ServerJsonRpcMessage) -> ServerSseMessage {
+        frame(None, Some(message), None)
+    }
+
+    /// A priming frame: an id and the client's reconnect delay.
+    pub(crate) fn priming(id: String, retry: std::time::Duration) -> ServerSseMessage {
+        frame(Some(id), None, Some(retry))
+    }
+
+    /// 1.8 and 2.2 have no constructor for every shape of frame.
+    #[cfg(not(rmcp_line_0_17))]
+    fn frame(
+        event_id: Option<String>,
+        message: Option<ServerJsonRpcMessage>,
+        retry: Option<std::time::Duration>,
+    ) -> ServerSseMessage {
+        let mut frame = ServerSseMessage::default();
+        frame.event_id = event_id;
+        frame.message = message.map(std::sync::Arc::new);
+        frame.retry = retry;
+        frame
+    }
+
+    /// 0.17's frame has no `Default`, and its fields are all public.
+    #[cfg(rmcp_line_0_17)]
+    fn frame(
+        event_id: Option<String>,
+        message: Option<ServerJsonRpcMessage>,
+        retry: Option<std::time::Duration>,
+    ) -> ServerSseMessage {
+        ServerSseMessage {
+            event_id,
+            message: message.map(std::sync::Arc::new),
+            retry,
+        }
+    }
+
+    /// The request an error answers, if it names one.
+    #[cfg(not(rmcp_line_0_17))]
+    pub(crate) fn error_request_id(error: &crate::model::JsonRpcError) -> Option<RequestId> {
+        error.id.clone()
+    }
+
+    /// In 0.17 an error always names its request.
+    #[cfg(rmcp_line_0_17)]
+    pub(crate) fn error_request_id(error: &crate::model::JsonRpcError) -> Option<RequestId> {
+        Some(error.id.clone())
+    }
+
     /// A stream of SSE events, as 3.11 names it.
     pub(crate) type EventStream =
         Pin<Box<dyn Stream<Item = ServerSseMessage> + Send + Sync + 'static>>;
@@ -116,9 +242,7 @@ mod server {
     /// A frame that sets the client's reconnect delay and nothing else
     /// (1.8 has no constructor for it).
     pub(crate) fn retry_hint(retry: std::time::Duration) -> ServerSseMessage {
-        let mut hint = ServerSseMessage::default();
-        hint.retry = Some(retry);
-        hint
+        frame(None, None, Some(retry))
     }
 
     /// 1.8 names the session switch `stateful_mode`.
@@ -190,6 +314,23 @@ mod client {
     /// The session of a `get_stream` call.
     pub(crate) fn get_session(session: Arc<str>) -> Option<Arc<str>> {
         Some(session)
+    }
+
+    /// Whether the server said the session is gone (`404`).
+    #[cfg(not(rmcp_line_0_17))]
+    pub(crate) fn is_session_expired<E: std::error::Error + Send + Sync + 'static>(
+        error: &StreamableHttpError<E>,
+    ) -> bool {
+        matches!(error, StreamableHttpError::SessionExpired)
+    }
+
+    /// 0.17's client has no error for a lost session; its `404` is read
+    /// from the status instead.
+    #[cfg(rmcp_line_0_17)]
+    pub(crate) fn is_session_expired<E: std::error::Error + Send + Sync + 'static>(
+        _error: &StreamableHttpError<E>,
+    ) -> bool {
+        false
     }
 
     /// 1.8's errors carry no HTTP status of their own.

@@ -44,6 +44,7 @@ pub(crate) use server::*;
 mod server {
     use std::sync::Arc;
 
+    use crate::model::ServerJsonRpcMessage;
     use crate::model::{GetExtensions, RequestId, ServerRequest};
     use crate::transport::common::server_side_http::SessionId;
     use crate::transport::streamable_http_server::session::local::SessionError;
@@ -54,6 +55,47 @@ mod server {
     pub(crate) use crate::transport::streamable_http_server::session::{
         EventStoreError, EventStream,
     };
+    use crate::transport::worker::WorkerQuitReason;
+
+    /// Expands the items it wraps: upstream has `SessionStore`, so its
+    /// session managers restore sessions.
+    macro_rules! with_session_store {
+        ($($item:tt)*) => { $($item)* };
+    }
+    pub(crate) use with_session_store;
+
+    /// The service's session store, if it has one.
+    #[cfg(feature = "transport-streamable-http-server")]
+    pub(crate) fn session_store(
+        config: &crate::transport::StreamableHttpServerConfig,
+    ) -> Option<&Arc<dyn crate::transport::streamable_http_server::session::SessionStore>> {
+        config.session_store.as_ref()
+    }
+
+    /// Why a session's worker stops after `idle` without activity.
+    pub(crate) fn idle_quit<E>(idle: std::time::Duration) -> WorkerQuitReason<E> {
+        WorkerQuitReason::IdleTimeout(idle)
+    }
+
+    /// An event with an id.
+    pub(crate) fn sse_event(id: String, message: ServerJsonRpcMessage) -> ServerSseMessage {
+        ServerSseMessage::new(id, message)
+    }
+
+    /// A message without an id (the log assigns it).
+    pub(crate) fn sse_message(message: ServerJsonRpcMessage) -> ServerSseMessage {
+        ServerSseMessage::from_message(message)
+    }
+
+    /// A priming frame: an id and the client's reconnect delay.
+    pub(crate) fn priming(id: String, retry: std::time::Duration) -> ServerSseMessage {
+        ServerSseMessage::priming(id, retry)
+    }
+
+    /// The request an error answers, if it names one.
+    pub(crate) fn error_request_id(error: &crate::model::JsonRpcError) -> Option<RequestId> {
+        error.id.clone()
+    }
 
     /// Expands the items it wraps: 3.11 has `EventStore`, and so the
     /// session manager's API around it.
@@ -242,6 +284,13 @@ mod client {
     /// The session of a `get_stream` call.
     pub(crate) fn get_session(session: Option<Arc<str>>) -> Option<Arc<str>> {
         session
+    }
+
+    /// Whether the server said the session is gone (`404`).
+    pub(crate) fn is_session_expired<E: std::error::Error + Send + Sync + 'static>(
+        error: &StreamableHttpError<E>,
+    ) -> bool {
+        matches!(error, StreamableHttpError::SessionExpired)
     }
 
     /// The HTTP status a client error reports in its own variant.

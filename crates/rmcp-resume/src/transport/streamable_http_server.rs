@@ -8,6 +8,9 @@ pub mod session;
 #[cfg(all(feature = "transport-streamable-http-server", not(feature = "local")))]
 pub mod tower;
 
-pub use session::{RestoreOutcome, SessionId, SessionManager, SessionRestoreMarker};
+pub use session::{SessionId, SessionManager};
+crate::line::with_session_store! {
+    pub use session::{RestoreOutcome, SessionRestoreMarker};
+}
 #[cfg(all(feature = "transport-streamable-http-server", not(feature = "local")))]
 pub use tower::{StreamableHttpServerConfig, StreamableHttpService};

@@ -67,7 +67,9 @@ impl<C: StreamableHttpClient> SseReconnect for GetConnector<C> {
             StreamableHttpError::UnexpectedContentType(None) => {
                 ReconnectDisposition::CursorRejected
             }
-            StreamableHttpError::SessionExpired => ReconnectDisposition::SessionLost,
+            expired if crate::line::is_session_expired(expired) => {
+                ReconnectDisposition::SessionLost
+            }
             other => status_of(other).map_or(
                 ReconnectDisposition::Retry,
                 ReconnectDisposition::for_status,

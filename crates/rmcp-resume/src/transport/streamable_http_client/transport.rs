@@ -100,9 +100,7 @@ impl<C: StreamableHttpClient> Transport<RoleClient> for StreamableHttpClientTran
 impl StreamableHttpClientTransport<reqwest::Client> {
     /// A transport to `uri` over the default reqwest client.
     pub fn from_uri(uri: impl Into<std::sync::Arc<str>>) -> Self {
-        let mut config = StreamableHttpClientTransportConfig::default();
-        config.uri = uri.into();
-        Self::from_config(config)
+        Self::from_config(StreamableHttpClientTransportConfig::with_uri(uri))
     }
 
     /// A transport from `config` over the default reqwest client.

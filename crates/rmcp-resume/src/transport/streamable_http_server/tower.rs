@@ -209,7 +209,7 @@ impl<S: crate::ServerHandler + Send + 'static, M: SessionManager> StreamableHttp
         if let (Some(session), true) = (&session, legacy) {
             match self.session_manager.has_session(session).await {
                 Ok(true) => {}
-                Ok(false) => match &self.config.session_store {
+                Ok(false) => match crate::line::session_store(&self.config) {
                     None => match &shared {
                         Some(shared) if known(&**shared, session).await => {}
                         _ => return responses::not_found(),

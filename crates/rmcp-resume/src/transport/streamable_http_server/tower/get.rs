@@ -23,9 +23,7 @@ use crate::transport::resumption::{EventCursor, ReplayNotice, ResumeAnswer, plan
 use crate::transport::streamable_http_server::session::local::{
     EventId, LocalSessionManager, Resumption,
 };
-use crate::transport::streamable_http_server::session::{
-    ServerSseMessage, SessionId, SessionManager,
-};
+use crate::transport::streamable_http_server::session::{SessionId, SessionManager};
 
 /// The fork's own session manager behind `M`, when it is one.
 ///
@@ -103,7 +101,7 @@ impl<S: crate::ServerHandler + Send + 'static, M: SessionManager> StreamableHttp
             if let Some(shared) = shared_log(self.session_manager.as_ref()) {
                 return self.shared_get(shared, &session, cursor).await;
             }
-            if self.config.session_store.is_none() {
+            if crate::line::session_store(&self.config).is_none() {
                 if cursor.is_some() {
                     self.telemetry.count(Counter::SessionLost);
                 }
@@ -147,7 +145,7 @@ impl<S: crate::ServerHandler + Send + 'static, M: SessionManager> StreamableHttp
             Err(error) => return internal_error("create standalone stream", &error),
         };
         let priming = match (self.config.sse_retry, opened.priming_event_id()) {
-            (Some(retry), Some(id)) => Some(ServerSseMessage::priming(id, retry)),
+            (Some(retry), Some(id)) => Some(crate::line::priming(id, retry)),
             // A shadow's first event is unknown: prime the retry, not a cursor.
             (Some(retry), None) => Some(crate::line::retry_hint(retry)),
             (None, _) => None,

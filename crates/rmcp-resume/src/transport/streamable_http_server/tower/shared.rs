@@ -68,7 +68,7 @@ fn message(stream: StreamId, event: SharedEvent) -> Option<ServerSseMessage> {
     let id = stream.event(event.index).to_string();
     match event.data {
         Some(data) => match serde_json::from_str::<ServerJsonRpcMessage>(&data) {
-            Ok(message) => Some(ServerSseMessage::new(id, message)),
+            Ok(message) => Some(crate::line::sse_event(id, message)),
             Err(error) => {
                 tracing::debug!(%error, "shared log event is not a server message");
                 None
@@ -155,7 +155,7 @@ impl<S: crate::ServerHandler + Send + 'static, M: SessionManager> StreamableHttp
             Err(error) => return unavailable(&error),
         };
         let priming = self.config.sse_retry.map(|retry| {
-            ServerSseMessage::priming(standalone.event(head.saturating_sub(1)).to_string(), retry)
+            crate::line::priming(standalone.event(head.saturating_sub(1)).to_string(), retry)
         });
         let events = remote_events(&shared, session, standalone, head);
         let frames = futures::stream::iter(priming).chain(events).map(frame);

@@ -1,6 +1,9 @@
 //! Which life of a session a worker runs, and where its ids start.
 
 /// Which life of a session a worker runs.
+// Only `restore_session` builds the later lives, and a line whose upstream
+// has no session store (0.17) has no `restore_session`.
+#[allow(dead_code)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Incarnation {
     /// Created by `initialize`: no cursor of it can exist yet, so its ids

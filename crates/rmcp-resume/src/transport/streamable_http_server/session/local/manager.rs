@@ -18,9 +18,7 @@ use crate::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
 use crate::transport::WorkerTransport;
 use crate::transport::common::server_side_http::{SessionId, session_id};
 use crate::transport::resumption::{ResumeAnswer, RmcpEventId};
-use crate::transport::streamable_http_server::session::{
-    RestoreOutcome, ServerSseMessage, SessionManager,
-};
+use crate::transport::streamable_http_server::session::{ServerSseMessage, SessionManager};
 use rmcp_resume_core::shared::Mirror;
 
 /// Keeps every session of this process in memory.
@@ -390,28 +388,30 @@ impl SessionManager for LocalSessionManager {
         Ok(resumed.stream)
     }
 
-    async fn restore_session(
-        &self,
-        id: SessionId,
-    ) -> Result<RestoreOutcome<Self::Transport>, Self::Error> {
-        if self.present(&id).await.is_some() {
-            return Ok(RestoreOutcome::AlreadyPresent);
-        }
-        // The shared log is asked without the table locked; upstream runs
-        // one restore per id at a time, and the insert below re-checks.
-        let (incarnation, mirror) = match self.take_ownership(&id, false).await? {
-            Some((mirror, standalone_head)) => {
-                (Incarnation::Shared { standalone_head }, Some(mirror))
+    crate::line::with_session_store! {
+        async fn restore_session(
+            &self,
+            id: SessionId,
+        ) -> Result<crate::transport::streamable_http_server::session::RestoreOutcome<Self::Transport>, Self::Error> {
+            if self.present(&id).await.is_some() {
+                return Ok(crate::transport::streamable_http_server::session::RestoreOutcome::AlreadyPresent);
             }
-            None => (Incarnation::Restored, None),
-        };
-        let mut sessions = self.sessions.write().await;
-        if sessions.get(&id).is_some_and(LocalSessionHandle::is_live) {
-            return Ok(RestoreOutcome::AlreadyPresent);
+            // The shared log is asked without the table locked; upstream runs
+            // one restore per id at a time, and the insert below re-checks.
+            let (incarnation, mirror) = match self.take_ownership(&id, false).await? {
+                Some((mirror, standalone_head)) => {
+                    (Incarnation::Shared { standalone_head }, Some(mirror))
+                }
+                None => (Incarnation::Restored, None),
+            };
+            let mut sessions = self.sessions.write().await;
+            if sessions.get(&id).is_some_and(LocalSessionHandle::is_live) {
+                return Ok(crate::transport::streamable_http_server::session::RestoreOutcome::AlreadyPresent);
+            }
+            let (handle, transport) = self.spawn_session(id.clone(), incarnation, mirror);
+            sessions.insert(id, handle);
+            Ok(crate::transport::streamable_http_server::session::RestoreOutcome::Restored(transport))
         }
-        let (handle, transport) = self.spawn_session(id.clone(), incarnation, mirror);
-        sessions.insert(id, handle);
-        Ok(RestoreOutcome::Restored(transport))
     }
 
     crate::line::with_event_store! {

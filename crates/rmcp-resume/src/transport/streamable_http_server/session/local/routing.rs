@@ -46,7 +46,7 @@ impl Routes {
                 (self.by(Route::Request(response.id.clone())), true)
             }
             JsonRpcMessage::Error(error) => (
-                error.id.clone().and_then(|id| self.by(Route::Request(id))),
+                crate::line::error_request_id(error).and_then(|id| self.by(Route::Request(id))),
                 true,
             ),
             JsonRpcMessage::Notification(notification) => match &notification.notification {

@@ -259,7 +259,7 @@ impl LocalSessionWorker {
     /// once it is in (it may wait for its own stream's reader).
     async fn deliver(&mut self, message: ServerJsonRpcMessage, responder: Responder) {
         let destination = self.routes.destination(&message);
-        let event = ServerSseMessage::from_message(message);
+        let event = crate::line::sse_message(message);
         let stream = match destination.stream {
             None => StreamId::Standalone,
             Some(m) => StreamId::Request(m),

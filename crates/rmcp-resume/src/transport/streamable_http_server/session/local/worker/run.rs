@@ -113,7 +113,7 @@ impl Worker for LocalSessionWorker {
                     LocalSessionWorkerError::OwnershipLost,
                     "writing the shared log",
                 )),
-                _ = tokio::time::sleep(idle) => return Err(WorkerQuitReason::IdleTimeout(idle)),
+                _ = tokio::time::sleep(idle) => return Err(crate::line::idle_quit(idle)),
             }
         }
     }
