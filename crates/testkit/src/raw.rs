@@ -8,7 +8,12 @@ use futures::StreamExt;
 use serde_json::{Value, json};
 
 /// Protocol revision the raw client speaks (resumable streams exist in it).
+#[cfg(not(rmcp_line_0_17))]
 pub const PROTOCOL: &str = "2025-11-25";
+/// The protocol revision the raw session speaks: 0.17 knows none newer
+/// than 2025-06-18, and refuses a header naming one.
+#[cfg(rmcp_line_0_17)]
+pub const PROTOCOL: &str = "2025-06-18";
 
 /// How long any single read may take before the test fails instead of hanging.
 pub const READ_LIMIT: Duration = Duration::from_secs(10);
