@@ -59,6 +59,17 @@ impl Suite {
         })
     }
 
+    /// Lists `scenarios` as the server failures the run expects: the suite
+    /// then fails on any other failure, and on a listed one that passes.
+    fn expecting_server_failures(self, scenarios: &[&str]) -> anyhow::Result<Self> {
+        let mut yaml = String::from("server:\n");
+        for scenario in scenarios {
+            yaml.push_str(&format!("  - {scenario}\n"));
+        }
+        std::fs::write(&self.baseline, yaml)?;
+        Ok(self)
+    }
+
     async fn run(&self, args: &[&str]) -> anyhow::Result<String> {
         let child = tokio::process::Command::new(&self.node)
             .arg(&self.cli)
@@ -200,6 +211,61 @@ async fn everything_server_2_passes_the_whole_server_suite() -> anyhow::Result<(
         .serve()
         .await?;
     server_suite("server-2", &served.url).await?;
+    let stats = served.resume_stats();
+    assert!(stats.is_some_and(|stats| stats.replayed >= 1), "{stats:?}");
+    Ok(())
+}
+
+/// What upstream 0.17.0 lacks that the server suite checks: the fork's
+/// everything server fails these scenarios on the 0.17 line only.
+const LACKING_0_17: [(&str, &str); 3] = [
+    (
+        "dns-rebinding-protection",
+        "0.17's service has no Host or Origin validation (allowed_hosts came later)",
+    ),
+    (
+        "elicitation-sep1330-enums",
+        "0.17's elicitation schema has no legacy titled enum (enumNames)",
+    ),
+    (
+        "prompts-get-embedded-resource",
+        "0.17's prompt content cannot carry the suite's embedded resource",
+    ),
+];
+
+/// The same suite against the everything server built on the 0.17 line
+/// (`rmcp-resume-0-17` over rmcp 0.17.0), with a baseline of exactly what
+/// 0.17 lacks ([`LACKING_0_17`]); every other scenario is clean, and the
+/// SEP-1699 polling response comes on the resuming GET.
+#[tokio::test]
+async fn everything_server_0_17_passes_the_server_suite_but_what_0_17_lacks() -> anyhow::Result<()>
+{
+    let served = rmcp_resume_testkit_0_17::TestServer::everything()
+        .serve()
+        .await?;
+    let lacking: Vec<&str> = LACKING_0_17.iter().map(|(scenario, _)| *scenario).collect();
+    let suite = Suite::new("server-0-17")?.expecting_server_failures(&lacking)?;
+    let log = suite
+        .run(&["server", "--url", &served.url, "--suite", "all"])
+        .await?;
+    let scenarios = suite.checks()?;
+    assert_eq!(scenarios.len(), SERVER_SCENARIOS, "{log}");
+    let (lacked, rest): (Vec<_>, Vec<_>) = scenarios.into_iter().partition(|(name, _)| {
+        lacking
+            .iter()
+            .any(|scenario| name.starts_with(&format!("server-{scenario}-")))
+    });
+    assert_eq!(lacked.len(), lacking.len(), "{log}");
+    assert_clean(&rest);
+    let (_, polling) = rest
+        .iter()
+        .find(|(name, _)| name.starts_with("server-server-sse-polling-"))
+        .ok_or_else(|| anyhow::anyhow!("no server-sse-polling results:\n{log}"))?;
+    assert_eq!(
+        status(polling, "server-sse-disconnect-resume"),
+        ["SUCCESS"],
+        "{polling:#?}"
+    );
     let stats = served.resume_stats();
     assert!(stats.is_some_and(|stats| stats.replayed >= 1), "{stats:?}");
     Ok(())
