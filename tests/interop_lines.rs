@@ -11,10 +11,14 @@
 //! The 2.2 line sits between them: its servers and clients meet both
 //! neighbours' (fork and upstream) and upstream 2.2.0 itself, and cut calls
 //! resume across 2.2 and each neighbour, both ways.
+//!
+//! The 0.17 line meets its neighbour, 1.8 (fork and upstream), and upstream
+//! 0.17.0 itself; cut calls resume across 0.17 and 1.8, both ways.
 
 use std::time::Duration;
 
 use rmcp_resume_testkit::scenario::{self as scenario_3, Signals as Signals3};
+use rmcp_resume_testkit_0_17::scenario::{self as scenario_0_17, Signals as Signals0_17};
 use rmcp_resume_testkit_1::scenario::{self as scenario_1, Signals as Signals1};
 use rmcp_resume_testkit_2::scenario::{self as scenario_2, Signals as Signals2};
 
@@ -514,5 +518,122 @@ async fn upstream_3_client_resumes_a_cut_call_on_fork_2_server() -> anyhow::Resu
             Signals3,
             served_2(rmcp_resume_testkit_2::Side::Fork).await?
         )?
+    )
+}
+
+// ---- the 0.17 line and its neighbour, 1.8 ----
+
+async fn served_0_17(
+    side: rmcp_resume_testkit_0_17::Side,
+) -> std::io::Result<rmcp_resume_testkit_0_17::Served> {
+    rmcp_resume_testkit_0_17::TestServer::new(side)
+        .window(16)
+        .retry(Some(RETRY))
+        .serve()
+        .await
+}
+
+#[tokio::test]
+async fn upstream_0_17_client_calls_fork_0_17_server() -> anyhow::Result<()> {
+    sums_to_42!(
+        scenario_0_17,
+        rmcp_resume_testkit_0_17::Side::Upstream,
+        scenario_0_17::world(rmcp_resume_testkit_0_17::Side::Fork, 16, Some(RETRY)).await?
+    )
+}
+
+#[tokio::test]
+async fn fork_0_17_client_calls_upstream_0_17_server() -> anyhow::Result<()> {
+    sums_to_42!(
+        scenario_0_17,
+        rmcp_resume_testkit_0_17::Side::Fork,
+        scenario_0_17::world(rmcp_resume_testkit_0_17::Side::Upstream, 16, Some(RETRY)).await?
+    )
+}
+
+#[tokio::test]
+async fn fork_0_17_client_calls_fork_1_server() -> anyhow::Result<()> {
+    sums_to_42!(
+        scenario_0_17,
+        rmcp_resume_testkit_0_17::Side::Fork,
+        world_in!(
+            scenario_0_17,
+            Signals0_17,
+            served_1(rmcp_resume_testkit_1::Side::Fork).await?
+        )?
+    )
+}
+
+#[tokio::test]
+async fn fork_0_17_client_calls_upstream_1_server() -> anyhow::Result<()> {
+    sums_to_42!(
+        scenario_0_17,
+        rmcp_resume_testkit_0_17::Side::Fork,
+        world_in!(
+            scenario_0_17,
+            Signals0_17,
+            served_1(rmcp_resume_testkit_1::Side::Upstream).await?
+        )?
+    )
+}
+
+#[tokio::test]
+async fn fork_1_client_calls_fork_0_17_server() -> anyhow::Result<()> {
+    sums_to_42!(
+        scenario_1,
+        rmcp_resume_testkit_1::Side::Fork,
+        world_in!(
+            scenario_1,
+            Signals1,
+            served_0_17(rmcp_resume_testkit_0_17::Side::Fork).await?
+        )?
+    )
+}
+
+#[tokio::test]
+async fn upstream_1_client_calls_fork_0_17_server() -> anyhow::Result<()> {
+    sums_to_42!(
+        scenario_1,
+        rmcp_resume_testkit_1::Side::Upstream,
+        world_in!(
+            scenario_1,
+            Signals1,
+            served_0_17(rmcp_resume_testkit_0_17::Side::Fork).await?
+        )?
+    )
+}
+
+#[tokio::test]
+async fn fork_0_17_client_resumes_a_cut_call_on_fork_1_server() -> anyhow::Result<()> {
+    cut_call_answers!(
+        scenario_0_17,
+        rmcp_resume_testkit_0_17::Side::Fork,
+        world_in!(
+            scenario_0_17,
+            Signals0_17,
+            served_1(rmcp_resume_testkit_1::Side::Fork).await?
+        )?
+    )
+}
+
+#[tokio::test]
+async fn fork_1_client_resumes_a_cut_call_on_fork_0_17_server() -> anyhow::Result<()> {
+    cut_call_answers!(
+        scenario_1,
+        rmcp_resume_testkit_1::Side::Fork,
+        world_in!(
+            scenario_1,
+            Signals1,
+            served_0_17(rmcp_resume_testkit_0_17::Side::Fork).await?
+        )?
+    )
+}
+
+#[tokio::test]
+async fn fork_0_17_client_resumes_a_cut_call_on_fork_0_17_server() -> anyhow::Result<()> {
+    cut_call_answers!(
+        scenario_0_17,
+        rmcp_resume_testkit_0_17::Side::Fork,
+        scenario_0_17::world(rmcp_resume_testkit_0_17::Side::Fork, 16, Some(RETRY)).await?
     )
 }
