@@ -30,6 +30,7 @@
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::Waker;
 use std::time::Duration;
 
 use tokio::sync::Notify;
@@ -43,7 +44,6 @@ mod reader;
 mod tests;
 
 pub use budget::{Budget, Meter, Window};
-use reader::Bell;
 pub use reader::{LogReader, Logged};
 
 /// Wakes the producer of a session's streams when a reader has read, so an
@@ -136,9 +136,28 @@ struct LogState<E> {
     max_shadows: usize,
     /// A producer is waiting for room.
     blocked: bool,
+    /// The readers that found nothing to do, with their wakers: woken (and
+    /// forgotten) by the next change a reader must see. Kept apart from
+    /// `readers` so that a reader removed meanwhile is woken too, and sees
+    /// that it is done.
+    parked: Vec<(ReaderId, Waker)>,
 }
 
 impl<E> LogState<E> {
+    fn park(&mut self, id: ReaderId, waker: &Waker) {
+        match self.parked.iter_mut().find(|(reader, _)| *reader == id) {
+            Some((_, parked)) if parked.will_wake(waker) => {}
+            Some((_, parked)) => *parked = waker.clone(),
+            None => self.parked.push((id, waker.clone())),
+        }
+    }
+
+    fn wake_parked(&mut self) {
+        for (_, waker) in self.parked.drain(..) {
+            waker.wake();
+        }
+    }
+
     fn floor(&self) -> u64 {
         self.entries.front().map_or(self.next_index, |e| e.index)
     }
@@ -272,8 +291,6 @@ pub struct StreamLog<E> {
     stream: StreamId,
     room: Room,
     budget: Budget,
-    /// Rung on every change a reader of this log must see.
-    bell: Bell,
 }
 
 impl<E> Drop for StreamLog<E> {
@@ -330,11 +347,11 @@ impl<E: Clone> StreamLog<E> {
                 resume_position: first_index,
                 max_shadows,
                 blocked: false,
+                parked: Vec::new(),
             }),
             stream,
             room,
             budget,
-            bell: Bell::default(),
         })
     }
 
@@ -343,6 +360,13 @@ impl<E: Clone> StreamLog<E> {
     /// assignment), so poisoning is ignored.
     fn lock(&self) -> MutexGuard<'_, LogState<E>> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Wakes the readers parked on this log: after every change one of
+    /// them must see (an event, an end, a reader promoted or ended). Only
+    /// this log's readers wake, and only those that are waiting.
+    fn ring(&self) {
+        self.lock().wake_parked();
     }
 
     /// The stream this log holds.
@@ -378,7 +402,7 @@ impl<E: Clone> StreamLog<E> {
         self.budget.sub(freed);
         let index = self.push(&mut state, event, id, weight, now);
         drop(state);
-        self.bell.ring();
+        self.ring();
         index
     }
 
@@ -397,7 +421,7 @@ impl<E: Clone> StreamLog<E> {
         state.blocked = false;
         let index = self.push(&mut state, event, id, weight, now);
         drop(state);
-        self.bell.ring();
+        self.ring();
         Ok(index)
     }
 
@@ -514,7 +538,7 @@ impl<E: Clone> StreamLog<E> {
         };
         let gone = state.remove(at, now);
         drop(state);
-        self.bell.ring();
+        self.ring();
         tracing::debug!(
             reader = gone.id,
             position = gone.position,
@@ -526,8 +550,9 @@ impl<E: Clone> StreamLog<E> {
 
     /// Marks the stream as complete: readers end once they have drained it.
     pub fn finish(&self) {
-        self.lock().finished = true;
-        self.bell.ring();
+        let mut state = self.lock();
+        state.finished = true;
+        state.wake_parked();
     }
 
     /// Whether a primary reader is attached.
@@ -547,7 +572,7 @@ impl<E: Clone> StreamLog<E> {
         }
         drop(state);
         // A reader it ended or demoted must look again.
-        self.bell.ring();
+        self.ring();
     }
 
     fn push_primary(state: &mut LogState<E>, stream: StreamId, id: ReaderId, position: u64) {
@@ -589,13 +614,13 @@ impl<E: Clone> StreamLog<E> {
             Self::push_shadow(&mut state, id);
             drop(state);
             // The shadow limit may have ended the oldest shadow.
-            self.bell.ring();
+            self.ring();
             return None;
         }
         let position = state.resume_position.max(state.floor());
         Self::push_primary(&mut state, self.stream, id, position);
         drop(state);
-        self.bell.ring();
+        self.ring();
         Some(position)
     }
 
@@ -629,7 +654,7 @@ impl<E: Clone> StreamLog<E> {
             primary.end_at = Some(head);
         }
         drop(state);
-        self.bell.ring();
+        self.ring();
     }
 
     /// Ends every reader at once and releases every retained event (the
@@ -645,7 +670,7 @@ impl<E: Clone> StreamLog<E> {
         state.entries.shrink_to_fit();
         drop(state);
         self.budget.sub(freed);
-        self.bell.ring();
+        self.ring();
     }
 
     /// Removes a reader whose connection is gone, promoting the newest shadow
@@ -656,6 +681,7 @@ impl<E: Clone> StreamLog<E> {
             return;
         };
         let gone = state.remove(at, Instant::now());
+        state.parked.retain(|(reader, _)| *reader != id);
         tracing::trace!(reader = id, position = gone.position, role = ?gone.role, "reader detached");
         if state.blocked || self.budget.is_starved() {
             self.room.notify();
@@ -663,15 +689,30 @@ impl<E: Clone> StreamLog<E> {
         let promoted = gone.role == Role::Primary;
         drop(state);
         if promoted {
-            self.bell.ring();
+            self.ring();
         }
     }
 
     /// What reader `id` does next; an event it is handed is taken in the
     /// same step, so a resume that replaces the reader meanwhile cannot see
     /// it unread and send it on the new connection too.
+    #[cfg(test)]
     fn step(&self, id: ReaderId) -> Step<E> {
+        self.step_in(&mut self.lock(), id)
+    }
+
+    /// [`step`](Self::step), parking the reader with `waker` when it has
+    /// nothing to do, under the same lock, so no change can slip between.
+    fn step_or_park(&self, id: ReaderId, waker: &Waker) -> Step<E> {
         let mut state = self.lock();
+        let step = self.step_in(&mut state, id);
+        if matches!(step, Step::Wait) {
+            state.park(id, waker);
+        }
+        step
+    }
+
+    fn step_in(&self, state: &mut LogState<E>, id: ReaderId) -> Step<E> {
         let Some(reader) = state.readers.iter().find(|r| r.id == id) else {
             return Step::Done;
         };

@@ -4,29 +4,9 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use futures::{Stream, StreamExt};
-use tokio::sync::watch;
-use tokio_stream::wrappers::WatchStream;
+use futures::Stream;
 
 use super::{ReaderId, Step, StreamLog};
-
-/// Wakes the readers of one log when it changes: an event, an end, a
-/// reader promoted or ended. Readers of other streams sleep on.
-#[derive(Debug, Clone)]
-pub(crate) struct Bell(Arc<watch::Sender<u64>>);
-
-impl Default for Bell {
-    fn default() -> Self {
-        Self(Arc::new(watch::Sender::new(0)))
-    }
-}
-
-impl Bell {
-    /// Tells the log's readers to look at it again.
-    pub(crate) fn ring(&self) {
-        self.0.send_modify(|v| *v = v.wrapping_add(1));
-    }
-}
 
 /// An event as a reader receives it: the stored event and its wire id.
 #[derive(Debug, Clone)]
@@ -48,20 +28,15 @@ pub struct Logged<E> {
 pub struct LogReader<E: Clone> {
     log: Arc<StreamLog<E>>,
     id: ReaderId,
-    changes: WatchStream<u64>,
     done: bool,
 }
 
 impl<E: Clone> LogReader<E> {
     /// Reads `log` as reader `id`, which must already be attached.
     pub fn new(log: Arc<StreamLog<E>>, id: ReaderId) -> Self {
-        // Subscribed before the first poll reads the log, so no change
-        // between the two can be missed.
-        let changes = WatchStream::from_changes(log.bell.0.subscribe());
         Self {
             log,
             id,
-            changes,
             done: false,
         }
     }
@@ -73,14 +48,12 @@ impl<E: Clone> Stream for LogReader<E> {
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let this = &mut *self;
         while !this.done {
-            match this.log.step(this.id) {
+            // Parked in the same locked step that found nothing to do, so a
+            // change made after it wakes this reader.
+            match this.log.step_or_park(this.id, cx.waker()) {
                 Step::Send(event) => return Poll::Ready(Some(event)),
                 Step::Done => this.done = true,
-                Step::Wait => match this.changes.poll_next_unpin(cx) {
-                    Poll::Ready(Some(_)) => {}
-                    Poll::Ready(None) => this.done = true,
-                    Poll::Pending => return Poll::Pending,
-                },
+                Step::Wait => return Poll::Pending,
             }
         }
         Poll::Ready(None)

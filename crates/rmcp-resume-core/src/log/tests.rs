@@ -1,3 +1,4 @@
+use std::task::Waker;
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -483,4 +484,93 @@ fn closing_a_log_returns_its_bytes_though_a_reader_still_holds_it() {
     drop(reader);
     drop(log);
     assert_eq!(budget.session().used(), 0, "not returned twice");
+}
+
+/// Counts the times it was woken.
+#[derive(Default)]
+struct Wakes(std::sync::atomic::AtomicUsize);
+
+impl std::task::Wake for Wakes {
+    fn wake(self: Arc<Self>) {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+impl Wakes {
+    fn count(&self) -> usize {
+        self.0.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+/// Reader `id` finds nothing to do and parks; what wakes it is counted.
+fn park(log: &StreamLog<()>, id: ReaderId) -> Arc<Wakes> {
+    let wakes = Arc::new(Wakes::default());
+    let waker = Waker::from(wakes.clone());
+    assert!(matches!(log.step_or_park(id, &waker), Step::Wait));
+    wakes
+}
+
+type Change = fn(&StreamLog<()>);
+
+#[test]
+fn every_change_a_parked_reader_must_see_wakes_it_once() {
+    let changes: [(&str, Change, bool); 6] = [
+        (
+            "an event",
+            |log| {
+                log.append((), None, 0);
+            },
+            false,
+        ),
+        (
+            "a bounded event",
+            |log| drop(log.try_append((), None, 0)),
+            false,
+        ),
+        ("the answer's end", StreamLog::finish, true),
+        ("the stream's expiry", StreamLog::close, true),
+        ("a server-initiated close", StreamLog::end_readers, true),
+        (
+            "a resume that replaces it",
+            |log| log.attach_primary(2, 0),
+            true,
+        ),
+    ];
+    for (change, apply, ends) in changes {
+        let log = StreamLog::new(StreamId::Request(1), 0, 4, 0, Room::default());
+        log.attach_primary(1, 0);
+        let wakes = park(&log, 1);
+        // Polled again with the same waker before anything changed: still
+        // one wake, not one per poll.
+        drop(park(&log, 1));
+        let again = Waker::from(wakes.clone());
+        assert!(matches!(log.step_or_park(1, &again), Step::Wait));
+        apply(&log);
+        assert_eq!(wakes.count(), 1, "{change} wakes the parked reader once");
+        let next = log.step(1);
+        assert_eq!(matches!(next, Step::Done), ends, "{change}: what it sees");
+        assert_eq!(
+            matches!(next, Step::Send(_)),
+            !ends,
+            "{change}: what it sees"
+        );
+    }
+}
+
+#[test]
+fn a_parked_shadow_wakes_when_it_is_promoted_and_a_detached_reader_is_forgotten() {
+    let log = StreamLog::new(StreamId::Standalone, 0, 4, 2, Room::default());
+    assert_eq!(log.attach(1), Some(0));
+    assert_eq!(log.attach(2), None, "a shadow");
+    let shadow = park(&log, 2);
+    let primary = park(&log, 1);
+    log.detach(1);
+    assert_eq!(shadow.count(), 1, "promoted: it must look again");
+    assert_eq!(
+        Arc::strong_count(&primary),
+        1,
+        "the detached reader's waker is not kept"
+    );
+    log.append((), None, 0);
+    assert!(matches!(log.step(2), Step::Send(Logged { index: 0, .. })));
 }
