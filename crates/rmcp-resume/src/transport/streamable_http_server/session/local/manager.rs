@@ -104,8 +104,8 @@ impl LocalSessionManager {
     /// Shares every session's streams with other instances through
     /// `shared` (fork-only): each event is committed there before it is
     /// sent, a session is owned by one instance at a time, and any instance
-    /// answers a resume from it. See the README's "Running several
-    /// instances".
+    /// answers a resume from it. See docs/redis.md in the
+    /// repository.
     pub fn with_shared_log(self, shared: Arc<dyn SharedLog>) -> Self {
         Self {
             shared: Some(SharedSlot(shared)),
