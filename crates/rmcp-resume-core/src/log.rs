@@ -144,18 +144,24 @@ struct LogState<E> {
 }
 
 impl<E> LogState<E> {
-    fn park(&mut self, id: ReaderId, waker: &Waker) {
+    /// Parks reader `id` with `waker`; returns the waker it replaces, to be
+    /// dropped once the lock is released (see [`StreamLog::wake`]).
+    fn park(&mut self, id: ReaderId, waker: &Waker) -> Option<Waker> {
         match self.parked.iter_mut().find(|(reader, _)| *reader == id) {
-            Some((_, parked)) if parked.will_wake(waker) => {}
-            Some((_, parked)) => *parked = waker.clone(),
-            None => self.parked.push((id, waker.clone())),
+            Some((_, parked)) if parked.will_wake(waker) => None,
+            Some((_, parked)) => Some(std::mem::replace(parked, waker.clone())),
+            None => {
+                self.parked.push((id, waker.clone()));
+                None
+            }
         }
     }
 
-    fn wake_parked(&mut self) {
-        for (_, waker) in self.parked.drain(..) {
-            waker.wake();
-        }
+    /// Forgets reader `id`'s waker; returned, to be dropped once the lock
+    /// is released.
+    fn unpark(&mut self, id: ReaderId) -> Option<Waker> {
+        let at = self.parked.iter().position(|(reader, _)| *reader == id)?;
+        Some(self.parked.swap_remove(at).1)
     }
 
     fn floor(&self) -> u64 {
@@ -366,7 +372,32 @@ impl<E: Clone> StreamLog<E> {
     /// them must see (an event, an end, a reader promoted or ended). Only
     /// this log's readers wake, and only those that are waiting.
     fn ring(&self) {
-        self.lock().wake_parked();
+        Self::wake(self.lock());
+    }
+
+    /// Wakes (and forgets) the readers parked in `state` once its lock is
+    /// released: a waker may run code that locks this log again (an
+    /// executor that polls in `wake`, or the last handle to a task that
+    /// owns a reader of this log), which would deadlock under the lock.
+    fn wake(mut state: MutexGuard<'_, LogState<E>>) {
+        match state.parked.len() {
+            0 => {}
+            // The usual case, one reader: its list keeps its allocation.
+            1 => {
+                let parked = state.parked.pop();
+                drop(state);
+                if let Some((_, waker)) = parked {
+                    waker.wake();
+                }
+            }
+            _ => {
+                let parked = std::mem::take(&mut state.parked);
+                drop(state);
+                for (_, waker) in parked {
+                    waker.wake();
+                }
+            }
+        }
     }
 
     /// The stream this log holds.
@@ -552,7 +583,7 @@ impl<E: Clone> StreamLog<E> {
     pub fn finish(&self) {
         let mut state = self.lock();
         state.finished = true;
-        state.wake_parked();
+        Self::wake(state);
     }
 
     /// Whether a primary reader is attached.
@@ -677,17 +708,20 @@ impl<E: Clone> StreamLog<E> {
     /// if it was the primary.
     fn detach(&self, id: ReaderId) {
         let mut state = self.lock();
+        let forgotten = state.unpark(id);
         let Some(at) = state.readers.iter().position(|r| r.id == id) else {
+            drop(state);
+            drop(forgotten);
             return;
         };
         let gone = state.remove(at, Instant::now());
-        state.parked.retain(|(reader, _)| *reader != id);
         tracing::trace!(reader = id, position = gone.position, role = ?gone.role, "reader detached");
         if state.blocked || self.budget.is_starved() {
             self.room.notify();
         }
         let promoted = gone.role == Role::Primary;
         drop(state);
+        drop(forgotten);
         if promoted {
             self.ring();
         }
@@ -706,9 +740,12 @@ impl<E: Clone> StreamLog<E> {
     fn step_or_park(&self, id: ReaderId, waker: &Waker) -> Step<E> {
         let mut state = self.lock();
         let step = self.step_in(&mut state, id);
-        if matches!(step, Step::Wait) {
-            state.park(id, waker);
-        }
+        let replaced = match step {
+            Step::Wait => state.park(id, waker),
+            _ => None,
+        };
+        drop(state);
+        drop(replaced);
         step
     }
 

@@ -574,3 +574,262 @@ fn a_parked_shadow_wakes_when_it_is_promoted_and_a_detached_reader_is_forgotten(
     log.append((), None, 0);
     assert!(matches!(log.step(2), Step::Send(Logged { index: 0, .. })));
 }
+
+/// Drains `reader` on a task of its own: what it received, in order.
+fn drain(reader: LogReader<u64>) -> tokio::task::JoinHandle<Vec<u64>> {
+    use futures::StreamExt;
+    tokio::spawn(reader.map(|l| l.event).collect::<Vec<_>>())
+}
+
+/// Appends `events` on a task of its own, waiting for [`Room`] whenever the
+/// log is full; yields now and then, so readers park in between.
+fn produce(
+    log: &Arc<StreamLog<u64>>,
+    room: &Room,
+    events: std::ops::Range<u64>,
+) -> tokio::task::JoinHandle<()> {
+    let (log, room) = (log.clone(), room.clone());
+    tokio::spawn(async move {
+        for mut event in events {
+            while let Err(full) = log.try_append(event, None, 0) {
+                event = full.event;
+                room.made().await;
+            }
+            if event % 3 == 0 {
+                tokio::task::yield_now().await;
+            }
+        }
+    })
+}
+
+/// Appends `events` without ever waiting, on a task of its own.
+fn flood(log: &Arc<StreamLog<u64>>, events: std::ops::Range<u64>) -> tokio::task::JoinHandle<()> {
+    let log = log.clone();
+    tokio::spawn(async move {
+        for event in events {
+            log.append(event, None, 0);
+            if event % 5 == 0 {
+                tokio::task::yield_now().await;
+            }
+        }
+    })
+}
+
+fn assert_prefix(got: &[u64], what: &str) {
+    assert!(
+        got.iter().copied().eq(0..got.len() as u64),
+        "{what}: an exact prefix, no gap or duplicate: {got:?}"
+    );
+}
+
+/// One round of every change a parked reader must see, each made from
+/// other threads while the reader drains; every reader must end, and
+/// receive every event it is owed exactly once, in order.
+async fn round(round: u64) {
+    const N: u64 = 300;
+    // A backpressured producer and a flooding one, then the answer's end.
+    let room = Room::default();
+    let log = StreamLog::new(StreamId::Request(1), 0, 2, 0, room.clone());
+    log.attach_primary(1, 0);
+    let reader = drain(LogReader::new(log.clone(), 1));
+    let (a, b) = (produce(&log, &room, 0..N), flood(&log, 1_000..1_000 + N));
+    a.await.unwrap();
+    b.await.unwrap();
+    log.finish();
+    let got = reader.await.unwrap();
+    let (low, high): (Vec<u64>, Vec<u64>) = got.iter().partition(|&&e| e < 1_000);
+    assert!(low.iter().copied().eq(0..N), "finish: {got:?}");
+    assert!(high.iter().copied().eq(1_000..1_000 + N), "finish: {got:?}");
+
+    // The stream expires while events arrive.
+    let log = StreamLog::new(StreamId::Request(1), 0, 4, 0, Room::default());
+    log.attach_primary(1, 0);
+    let reader = drain(LogReader::new(log.clone(), 1));
+    let producer = flood(&log, 0..N);
+    for _ in 0..round % 7 {
+        tokio::task::yield_now().await;
+    }
+    log.close();
+    producer.await.unwrap();
+    assert_prefix(&reader.await.unwrap(), "close");
+
+    // A server-initiated close: during the appends, or after them.
+    let log = StreamLog::new(StreamId::Standalone, 0, 4, 2, Room::default());
+    assert_eq!(log.attach(1), Some(0));
+    let reader = drain(LogReader::new(log.clone(), 1));
+    let producer = flood(&log, 0..N);
+    if round.is_multiple_of(2) {
+        producer.await.unwrap();
+        log.end_readers();
+        assert_eq!(reader.await.unwrap().len() as u64, N, "end_readers after");
+    } else {
+        log.end_readers();
+        producer.await.unwrap();
+        assert_prefix(&reader.await.unwrap(), "end_readers during");
+    }
+
+    // A resume replaces the reader; the new one replays from the start.
+    let log = StreamLog::new(StreamId::Request(1), 0, N as usize, 0, Room::default());
+    log.attach_primary(1, 0);
+    let old = drain(LogReader::new(log.clone(), 1));
+    let producer = flood(&log, 0..N);
+    for _ in 0..round % 5 {
+        tokio::task::yield_now().await;
+    }
+    log.attach_primary(2, 0);
+    let new = drain(LogReader::new(log.clone(), 2));
+    assert_prefix(&old.await.unwrap(), "replaced");
+    producer.await.unwrap();
+    log.finish();
+    assert!(new.await.unwrap().into_iter().eq(0..N), "the resume");
+
+    // The primary goes away once every event is in (in odd rounds, while
+    // they arrive): the parked shadow is promoted and drains them all
+    // before the stream ends, woken by the promotion alone.
+    let log = StreamLog::new(StreamId::Standalone, 0, N as usize, 2, Room::default());
+    assert_eq!(log.attach(1), Some(0));
+    assert_eq!(log.attach(2), None);
+    let (tx, mut received) = tokio::sync::mpsc::unbounded_channel();
+    let shadow = {
+        use futures::StreamExt;
+        let mut reader = LogReader::new(log.clone(), 2);
+        tokio::spawn(async move {
+            while let Some(logged) = reader.next().await {
+                let _ = tx.send(logged.event);
+            }
+        })
+    };
+    let (go, gone) = tokio::sync::oneshot::channel::<()>();
+    let primary = {
+        use futures::StreamExt;
+        let mut reader = LogReader::new(log.clone(), 1);
+        let take = usize::try_from(round % 11).unwrap();
+        tokio::spawn(async move {
+            for _ in 0..take {
+                reader.next().await;
+            }
+            let _ = gone.await;
+        })
+    };
+    let producer = flood(&log, 0..N);
+    if round % 2 == 1 {
+        drop(go);
+        producer.await.unwrap();
+    } else {
+        producer.await.unwrap();
+        drop(go);
+    }
+    primary.await.unwrap();
+    for expected in 0..N {
+        assert_eq!(received.recv().await, Some(expected), "promoted");
+    }
+    log.finish();
+    shadow.await.unwrap();
+    assert_eq!(received.recv().await, None, "promoted: then ended");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn readers_draining_against_producers_on_other_threads_are_always_woken() {
+    let started = std::time::Instant::now();
+    for n in 0..300 {
+        tokio::time::timeout(Duration::from_secs(10), round(n))
+            .await
+            .unwrap_or_else(|_| panic!("round {n}: a reader or producer hung"));
+        if started.elapsed() > Duration::from_secs(20) {
+            break;
+        }
+    }
+}
+
+/// A waker that reads its log when woken or dropped, as an executor that
+/// polls in `wake` would, or the last handle to a task owning a reader.
+struct Reenters {
+    log: Arc<StreamLog<()>>,
+    wakes: std::sync::atomic::AtomicUsize,
+}
+
+impl std::task::Wake for Reenters {
+    fn wake(self: Arc<Self>) {
+        let _ = self.log.view();
+        self.wakes.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+impl Drop for Reenters {
+    fn drop(&mut self) {
+        let _ = self.log.view();
+    }
+}
+
+#[test]
+fn a_waker_may_lock_the_log_again_when_woken_or_dropped() {
+    let (done, finished) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let changes: [Change; 8] = [
+            |log| {
+                log.append((), None, 0);
+            },
+            |log| drop(log.try_append((), None, 0)),
+            StreamLog::finish,
+            StreamLog::close,
+            StreamLog::end_readers,
+            |log| log.attach_primary(3, 0),
+            |log| {
+                let _ = log.attach(3);
+            },
+            |log| log.detach(1),
+        ];
+        for (n, apply) in changes.into_iter().enumerate() {
+            let log = StreamLog::new(StreamId::Standalone, 0, 4, 2, Room::default());
+            assert_eq!(log.attach(1), Some(0));
+            assert_eq!(log.attach(2), None);
+            let waker = |log: &Arc<StreamLog<()>>| {
+                let reenters = Arc::new(Reenters {
+                    log: log.clone(),
+                    wakes: Default::default(),
+                });
+                (Waker::from(reenters.clone()), reenters)
+            };
+            // Parked, then parked again with another waker: the first is
+            // dropped (its last handle) and locks the log.
+            let (first, _) = waker(&log);
+            assert!(matches!(log.step_or_park(2, &first), Step::Wait));
+            drop(first);
+            let (second, shadow) = waker(&log);
+            assert!(matches!(log.step_or_park(2, &second), Step::Wait));
+            drop(second);
+            let (primary, _) = waker(&log);
+            assert!(matches!(log.step_or_park(1, &primary), Step::Wait));
+            drop(primary);
+            apply(&log);
+            if n == 7 {
+                assert_eq!(shadow.wakes.load(std::sync::atomic::Ordering::SeqCst), 1);
+            }
+            // A reader forgotten on detach: its waker dropped, once more.
+            let (third, _) = waker(&log);
+            let _ = log.step_or_park(2, &third);
+            drop(third);
+            log.detach(2);
+        }
+        done.send(()).unwrap();
+    });
+    finished
+        .recv_timeout(Duration::from_secs(10))
+        .expect("a waker that locks the log again deadlocked it");
+}
+
+#[test]
+fn a_reader_polled_again_by_another_task_is_woken_there() {
+    let log = StreamLog::new(StreamId::Request(1), 0, 4, 0, Room::default());
+    log.attach_primary(1, 0);
+    let first = park(&log, 1);
+    let second = park(&log, 1);
+    log.append((), None, 0);
+    assert_eq!(second.count(), 1, "the waker of the latest poll is woken");
+    assert_eq!(first.count(), 0);
+    assert_eq!(
+        Arc::strong_count(&first),
+        1,
+        "the one it replaced is not kept"
+    );
+}
