@@ -432,8 +432,7 @@ impl<E: Clone> StreamLog<E> {
         let freed = state.trim(now);
         self.budget.sub(freed);
         let index = self.push(&mut state, event, id, weight, now);
-        drop(state);
-        self.ring();
+        Self::wake(state);
         index
     }
 
@@ -451,8 +450,7 @@ impl<E: Clone> StreamLog<E> {
         }
         state.blocked = false;
         let index = self.push(&mut state, event, id, weight, now);
-        drop(state);
-        self.ring();
+        Self::wake(state);
         Ok(index)
     }
 
@@ -568,8 +566,7 @@ impl<E: Clone> StreamLog<E> {
             return false;
         };
         let gone = state.remove(at, now);
-        drop(state);
-        self.ring();
+        Self::wake(state);
         tracing::debug!(
             reader = gone.id,
             position = gone.position,
@@ -650,8 +647,7 @@ impl<E: Clone> StreamLog<E> {
         }
         let position = state.resume_position.max(state.floor());
         Self::push_primary(&mut state, self.stream, id, position);
-        drop(state);
-        self.ring();
+        Self::wake(state);
         Some(position)
     }
 
@@ -684,8 +680,7 @@ impl<E: Clone> StreamLog<E> {
         if let Some(primary) = state.primary() {
             primary.end_at = Some(head);
         }
-        drop(state);
-        self.ring();
+        Self::wake(state);
     }
 
     /// Ends every reader at once and releases every retained event (the
