@@ -11,20 +11,31 @@ use rmcp_resume_testkit::soak::{self, Shape, Tally};
 
 const SEEDS: std::ops::RangeInclusive<u64> = 1..=5;
 
+/// The seeds on which upstream runs beside the fork. Upstream's hung calls
+/// cost its whole call limit each, four fifths of this file's time over five
+/// seeds; two keep the side-by-side claim checked (`benches/harness.rs`'s
+/// `soak` section runs both sides on every seed).
+const UPSTREAM_SEEDS: std::ops::RangeInclusive<u64> = 1..=2;
+
 /// Upstream hangs in its empty-`200` loop: a shorter limit keeps the run
-/// short, and a hang is a hang either way.
+/// short, and a hang is a hang either way (a whole call takes well under a
+/// second here).
 fn for_upstream(shape: Shape) -> Shape {
     Shape {
-        call_limit: Duration::from_secs(10),
+        call_limit: Duration::from_secs(5),
         ..shape
     }
 }
 
-async fn both(shape: Shape) -> anyhow::Result<Vec<(u64, Tally, Tally)>> {
+async fn both(shape: Shape) -> anyhow::Result<Vec<(u64, Tally, Option<Tally>)>> {
     let mut runs = Vec::new();
     for seed in SEEDS {
         let fork = soak::run(Side::Fork, seed, shape).await?;
-        let upstream = soak::run(Side::Upstream, seed, for_upstream(shape)).await?;
+        let upstream = if UPSTREAM_SEEDS.contains(&seed) {
+            Some(soak::run(Side::Upstream, seed, for_upstream(shape)).await?)
+        } else {
+            None
+        };
         eprintln!("seed {seed}\n  fork:     {fork:?}\n  upstream: {upstream:?}");
         anyhow::ensure!(
             fork.cuts > 0,
@@ -45,8 +56,10 @@ async fn every_call_completes_whole_under_random_cuts() -> anyhow::Result<()> {
             "seed {seed}: more than 1% of ticks lost: {fork:?}"
         );
         // Side by side: never worse than upstream on any count.
-        assert!(fork.whole >= upstream.whole, "seed {seed}");
-        assert!(fork.ticks_lost <= upstream.ticks_lost, "seed {seed}");
+        if let Some(upstream) = upstream {
+            assert!(fork.whole >= upstream.whole, "seed {seed}");
+            assert!(fork.ticks_lost <= upstream.ticks_lost, "seed {seed}");
+        }
     }
     Ok(())
 }
