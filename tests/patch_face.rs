@@ -152,6 +152,11 @@ tokio-util = "0.7"
 rmcp = {{ path = "{face}" }}
 
 [workspace]
+
+# Only the build and the run are proved: debug info would make four builds of
+# the same dependency graph slower to compile and link, and prove nothing.
+[profile.dev]
+debug = false
 "#,
             name = face.fixture,
             requirement = face.requirement,
