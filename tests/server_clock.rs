@@ -397,3 +397,57 @@ async fn an_answered_stream_expires_on_time_in_a_quiet_session() {
     );
     assert_eq!(service.handle(get).await.status(), 400);
 }
+
+/// The session's idle timeout counts from its last activity: a request
+/// part-way through the timeout moves the end, and a session left alone
+/// ends on time (its worker re-arms one timer per quiet period, not one per
+/// turn, so both edges are checked).
+#[tokio::test(start_paused = true)]
+async fn an_idle_session_ends_its_timeout_after_its_last_request_not_before() {
+    use rmcp::transport::common::server_side_http::SessionId;
+
+    const IDLE: Duration = Duration::from_secs(60);
+    let (service, manager) = TestServer::new(Side::Fork)
+        .idle_session(IDLE)
+        .keep_alive(None)
+        .demo_service();
+    let session = open(&service).await;
+    let id: SessionId = session.as_str().into();
+    let handle = manager
+        .handle(&id)
+        .await
+        .unwrap_or_else(|| panic!("no session {session}"));
+    let started = tokio::time::Instant::now();
+
+    // Activity at 50 s and 100 s: the first deadline (60 s) passes quietly.
+    for _ in 0..2 {
+        tokio::time::advance(Duration::from_secs(50)).await;
+        let ping = json!({ "jsonrpc": "2.0", "id": 9, "method": "ping" });
+        let answer = service
+            .handle(request(http::Method::POST, Some(&session), Some(ping)))
+            .await;
+        assert_eq!(answer.status(), 200);
+        let _ = text(answer).await;
+    }
+    let last = tokio::time::Instant::now();
+    tokio::time::advance(IDLE - Duration::from_secs(1)).await;
+    assert!(
+        handle.is_live(),
+        "ended {:?} after its last request, before its idle timeout",
+        last.elapsed()
+    );
+
+    // Left alone, it ends one idle timeout after its last request.
+    handle.stopped().await;
+    let ended = last.elapsed();
+    assert!(
+        (IDLE..IDLE + Duration::from_secs(1)).contains(&ended),
+        "ended {ended:?} after its last request ({:?} after opening)",
+        started.elapsed()
+    );
+    let ping = json!({ "jsonrpc": "2.0", "id": 10, "method": "ping" });
+    let gone = service
+        .handle(request(http::Method::POST, Some(&session), Some(ping)))
+        .await;
+    assert_eq!(gone.status(), 404);
+}

@@ -463,7 +463,7 @@ impl<E: Clone> StreamLog<E> {
         at: Instant,
     ) -> u64 {
         let index = state.next_index;
-        let id = id.unwrap_or_else(|| self.event_id(index).to_string());
+        let id = id.unwrap_or_else(|| self.event_id(index).encode());
         state.entries.push_back(Entry {
             index,
             id,

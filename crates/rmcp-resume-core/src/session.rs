@@ -54,9 +54,11 @@ use tokio::time::Instant;
 
 use crate::log::{Budget, Full, LogReader, ReaderId, Room, StreamLog, Window, later};
 use crate::resumption::{ResumeAnswer, RmcpEventId, StreamId, StreamLookup, plan};
+use keys::ServerKeys;
 
 #[cfg(test)]
 mod attack;
+mod keys;
 #[cfg(test)]
 mod model;
 #[cfg(test)]
@@ -173,9 +175,9 @@ struct RequestStream<E, T, X> {
 pub struct Session<E: Clone, T, X = ()> {
     standalone: Arc<StreamLog<E>>,
     standalone_waiting: VecDeque<Pending<E, T>>,
-    requests: HashMap<u64, RequestStream<E, T, X>>,
+    requests: HashMap<u64, RequestStream<E, T, X>, ServerKeys>,
     /// The streams with waiting messages, so nothing scans every stream.
-    waiting: HashSet<StreamId>,
+    waiting: HashSet<StreamId, ServerKeys>,
     waiting_count: usize,
     /// Answered streams in the order they completed: expiry is amortised
     /// O(1).
@@ -225,8 +227,8 @@ impl<E: Clone, T, X> Session<E, T, X> {
         Self {
             standalone,
             standalone_waiting: VecDeque::new(),
-            requests: HashMap::new(),
-            waiting: HashSet::new(),
+            requests: HashMap::default(),
+            waiting: HashSet::default(),
             waiting_count: 0,
             completed: VecDeque::new(),
             lingering: Vec::new(),

@@ -629,6 +629,17 @@ proptest! {
         prop_assert_eq!(id.to_string().parse::<RmcpEventId>(), Ok(id));
     }
 
+    /// The server's fast encoding is `Display`'s text, digit for digit,
+    /// across every magnitude (small values are drawn far more often).
+    #[test]
+    fn encode_writes_what_display_writes(
+        index in prop_oneof![0u64..100, any::<u64>()],
+        stream in proptest::option::of(prop_oneof![0u64..100, any::<u64>()]),
+    ) {
+        let id = RmcpEventId { index, stream };
+        prop_assert_eq!(id.encode(), id.to_string());
+    }
+
     /// A delta of 0 is a repeat, below 0 a rewind, 1 the successor, more a gap.
     #[test]
     fn checker_accepts_exactly_the_gap_free_sequences(

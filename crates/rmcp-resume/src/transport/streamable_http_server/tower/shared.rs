@@ -65,7 +65,7 @@ fn remote_events(
 /// One stored event as an SSE message; `None` (and a debug line) for data
 /// that is not a server message, which only a foreign writer could store.
 fn message(stream: StreamId, event: SharedEvent) -> Option<ServerSseMessage> {
-    let id = stream.event(event.index).to_string();
+    let id = stream.event(event.index).encode();
     match event.data {
         Some(data) => match serde_json::from_str::<ServerJsonRpcMessage>(&data) {
             Ok(message) => Some(crate::line::sse_event(id, message)),

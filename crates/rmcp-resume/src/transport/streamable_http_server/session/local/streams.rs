@@ -28,7 +28,7 @@ impl OpenedStream {
             index: before,
             stream: self.http_request_id,
         };
-        Some(id.to_string())
+        Some(id.encode())
     }
 }
 

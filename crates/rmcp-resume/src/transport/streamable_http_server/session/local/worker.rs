@@ -28,6 +28,7 @@ use crate::transport::resumption::StreamId;
 use crate::transport::streamable_http_server::session::ServerSseMessage;
 use rmcp_resume_core::shared::Mirror;
 
+mod alarm;
 mod http;
 mod run;
 

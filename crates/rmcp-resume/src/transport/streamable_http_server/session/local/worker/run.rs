@@ -8,6 +8,7 @@ use tokio::time::Instant;
 use super::super::compat::SessionEvent;
 use super::super::{LocalSessionWorkerError, SessionError};
 use super::LocalSessionWorker;
+use super::alarm::{Alarm, after};
 use crate::transport::worker::{Worker, WorkerConfig, WorkerContext, WorkerQuitReason};
 use rmcp_resume_core::shared::Mirror;
 
@@ -71,15 +72,26 @@ impl Worker for LocalSessionWorker {
         let ct = context.cancellation_token.clone();
         let lost = self.mirror.as_ref().map(Mirror::lost);
         let room = self.session.room().clone();
+        let mut stall = Alarm::new();
+        let mut expiry = Alarm::new();
+        // The keep-alive is checked lazily: its alarm is set once per quiet
+        // period, not at every turn, and when it rings the session quits only
+        // if nothing came from the client or the handler since. The worker's
+        // own timers (a stall, an expiry) are not activity: they would keep
+        // an abandoned session alive for as long as its answered streams
+        // are retained.
+        let mut quiet_since = Instant::now();
+        let mut keep_alive = Alarm::new();
+        keep_alive.set(Some(after(quiet_since, idle)));
         loop {
             self.expire();
             let waiting = self.session.has_waiting();
             // Past the cap on waiting messages, the handler waits in rmcp's
             // channel until readers make room.
             let take = self.session.can_take();
-            let stall_at = self.session.stall_deadline();
-            let expiry = self.session.next_expiry();
-            tokio::select! {
+            stall.set(self.session.stall_deadline());
+            expiry.set(self.session.next_expiry());
+            let turn = tokio::select! {
                 event = self.event_rx.recv() => {
                     let Some(event) = event else {
                         return Err(WorkerQuitReason::fatal(
@@ -90,21 +102,25 @@ impl Worker for LocalSessionWorker {
                     if !self.on_http(event, &mut context).await? {
                         return Err(WorkerQuitReason::TransportClosed);
                     }
+                    Turn::Active
                 }
                 sent = context.recv_from_handler(), if take => {
                     let sent = sent?;
                     self.deliver(sent.message, sent.responder).await;
+                    Turn::Active
                 }
                 _ = room.made(), if waiting => {
                     let admitted = self.session.flush();
                     self.settle_all(admitted);
+                    Turn::Active
                 }
-                _ = tokio::time::sleep_until(stall_at.unwrap_or_else(Instant::now)), if stall_at.is_some() => {
+                _ = stall.ring(), if stall.is_armed() => {
                     let admitted = self.session.end_stalled(Instant::now());
                     self.settle_all(admitted);
+                    Turn::Timer
                 }
                 // Answered streams expire on time, even in a quiet session.
-                _ = tokio::time::sleep_until(expiry.unwrap_or_else(Instant::now)), if expiry.is_some() => {}
+                _ = expiry.ring(), if expiry.is_armed() => Turn::Timer,
                 _ = ct.cancelled() => return Err(WorkerQuitReason::Cancelled),
                 _ = async { match &lost {
                     Some(lost) => lost.cancelled().await,
@@ -113,8 +129,29 @@ impl Worker for LocalSessionWorker {
                     LocalSessionWorkerError::OwnershipLost,
                     "writing the shared log",
                 )),
-                _ = tokio::time::sleep(idle) => return Err(crate::line::idle_quit(idle)),
+                _ = keep_alive.ring() => Turn::KeepAlive,
+            };
+            match turn {
+                Turn::Active => quiet_since = Instant::now(),
+                Turn::Timer => {}
+                Turn::KeepAlive => {
+                    let due = after(quiet_since, idle);
+                    if Instant::now() >= due {
+                        return Err(crate::line::idle_quit(idle));
+                    }
+                    keep_alive.set(Some(due));
+                }
             }
         }
     }
+}
+
+/// What ended one turn of the worker's loop.
+enum Turn {
+    /// The client, the handler or a reader did something.
+    Active,
+    /// One of the worker's own deadlines passed.
+    Timer,
+    /// The keep-alive's alarm rang: the session may have been idle.
+    KeepAlive,
 }
