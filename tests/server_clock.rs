@@ -401,13 +401,15 @@ async fn an_answered_stream_expires_on_time_in_a_quiet_session() {
 /// The session's idle timeout counts from its last activity: a request
 /// part-way through the timeout moves the end, and a session left alone
 /// ends on time (its worker re-arms one timer per quiet period, not one per
-/// turn, so both edges are checked).
+/// turn, so both edges are checked). Answered streams are kept longer than
+/// the test runs, so no expiry falls inside it.
 #[tokio::test(start_paused = true)]
 async fn an_idle_session_ends_its_timeout_after_its_last_request_not_before() {
     use rmcp::transport::common::server_side_http::SessionId;
 
     const IDLE: Duration = Duration::from_secs(60);
     let (service, manager) = TestServer::new(Side::Fork)
+        .completed_ttl(Duration::from_secs(3_600))
         .idle_session(IDLE)
         .keep_alive(None)
         .demo_service();

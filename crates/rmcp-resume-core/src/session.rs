@@ -273,7 +273,9 @@ impl<E: Clone, T, X> Session<E, T, X> {
         self.requests.len()
     }
 
-    /// Opens request stream `m`.
+    /// Opens request stream `m`. `m` is a number the server made (its
+    /// counter, a block a shared log reserved), never one a peer chose: the
+    /// stream maps hash it without SipHash's defence against collisions.
     pub fn open_request(&mut self, m: u64, extra: X) -> Result<Arc<StreamLog<E>>, AlreadyOpen> {
         if self.requests.contains_key(&m) {
             return Err(AlreadyOpen(m));

@@ -604,6 +604,28 @@ fn notice_round_trips_and_rejects_bad_ids() {
 
 // ---- properties ----------------------------------------------------------------
 
+#[test]
+fn encode_at_the_edges_of_each_digit_count() {
+    for n in [
+        0,
+        9,
+        10,
+        99,
+        100,
+        10u64.pow(19) - 1,
+        10u64.pow(19),
+        u64::MAX,
+    ] {
+        for id in [
+            RmcpEventId::standalone(n),
+            RmcpEventId::on_request_stream(n, n),
+            RmcpEventId::on_request_stream(1, n),
+        ] {
+            assert_eq!(id.encode(), id.to_string());
+        }
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
 

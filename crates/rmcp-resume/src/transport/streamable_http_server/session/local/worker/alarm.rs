@@ -30,12 +30,12 @@ impl Alarm {
     }
 
     /// Rings at `at`, or never for `None`; the timer is touched only when the
-    /// deadline changed.
+    /// deadline changed. Disarming pushes the timer out of reach, so a stale
+    /// deadline never wakes the loop for nothing.
     pub(super) fn set(&mut self, at: Option<Instant>) {
         if at != self.armed {
-            if let Some(at) = at {
-                self.sleep.as_mut().reset(at);
-            }
+            let deadline = at.unwrap_or_else(|| after(Instant::now(), Duration::MAX));
+            self.sleep.as_mut().reset(deadline);
             self.armed = at;
         }
     }
@@ -46,19 +46,24 @@ impl Alarm {
     }
 
     /// Resolves at the deadline and disarms, so that setting the same
-    /// deadline again rings again. Cancel-safe: dropped before the deadline,
-    /// it stays armed.
+    /// deadline again rings again; a disarmed alarm never resolves.
+    /// Cancel-safe: dropped before the deadline, it stays armed.
     pub(super) async fn ring(&mut self) {
+        if self.armed.is_none() {
+            return std::future::pending().await;
+        }
         self.sleep.as_mut().await;
         self.armed = None;
     }
 }
 
 /// `from + span`, or a point decades away when that does not fit (a
-/// `Duration::MAX` keep-alive means "never").
+/// `Duration::MAX` keep-alive means "never"); never panics.
 pub(super) fn after(from: Instant, span: Duration) -> Instant {
+    const NEVER: Duration = Duration::from_secs(30 * 365 * 86_400);
     from.checked_add(span)
-        .unwrap_or_else(|| from + Duration::from_secs(30 * 365 * 86_400))
+        .or_else(|| from.checked_add(NEVER))
+        .unwrap_or(from)
 }
 
 #[cfg(test)]
@@ -93,6 +98,12 @@ mod tests {
         alarm.set(Some(start + Duration::from_secs(60)));
         alarm.set(None);
         assert!(!alarm.is_armed());
+        // Disarmed, it stays silent past the deadline it had.
+        assert!(
+            tokio::time::timeout(Duration::from_secs(120), alarm.ring())
+                .await
+                .is_err()
+        );
     }
 
     #[tokio::test(start_paused = true)]

@@ -76,13 +76,13 @@ impl Worker for LocalSessionWorker {
         let mut expiry = Alarm::new();
         // The keep-alive is checked lazily: its alarm is set once per quiet
         // period, not at every turn, and when it rings the session quits only
-        // if nothing came from the client or the handler since. The worker's
-        // own timers (a stall, an expiry) are not activity: they would keep
-        // an abandoned session alive for as long as its answered streams
-        // are retained.
-        let mut quiet_since = Instant::now();
+        // if no turn happened since. Every turn counts, the worker's own
+        // deadlines too: a reader draining an answered stream shows its
+        // progress only by moving that stream's expiry, and must not lose its
+        // session to the idle timeout while it reads.
+        let mut last_turn = Instant::now();
         let mut keep_alive = Alarm::new();
-        keep_alive.set(Some(after(quiet_since, idle)));
+        keep_alive.set(Some(after(last_turn, idle)));
         loop {
             self.expire();
             let waiting = self.session.has_waiting();
@@ -129,13 +129,12 @@ impl Worker for LocalSessionWorker {
                     LocalSessionWorkerError::OwnershipLost,
                     "writing the shared log",
                 )),
-                _ = keep_alive.ring() => Turn::KeepAlive,
+                _ = keep_alive.ring(), if keep_alive.is_armed() => Turn::KeepAlive,
             };
             match turn {
-                Turn::Active => quiet_since = Instant::now(),
-                Turn::Timer => {}
+                Turn::Active | Turn::Timer => last_turn = Instant::now(),
                 Turn::KeepAlive => {
-                    let due = after(quiet_since, idle);
+                    let due = after(last_turn, idle);
                     if Instant::now() >= due {
                         return Err(crate::line::idle_quit(idle));
                     }
@@ -150,7 +149,8 @@ impl Worker for LocalSessionWorker {
 enum Turn {
     /// The client, the handler or a reader did something.
     Active,
-    /// One of the worker's own deadlines passed.
+    /// One of the worker's own deadlines passed (activity too: see the
+    /// keep-alive in the loop).
     Timer,
     /// The keep-alive's alarm rang: the session may have been idle.
     KeepAlive,
