@@ -3,7 +3,7 @@
 
 usage: compare-upstream-suite.py --line N UPSTREAM.txt OVERLAY.txt EXPECTED.tsv [--write PAGE.md]
 
-N is the rmcp line (1, 2 or 3; 0.17 for a 0.x minor, which is its own line). The overlay must fail exactly the tests
+N is the rmcp line (1, 2 or 3; 0.17 or 0.16 for a 0.x minor, which is its own line). The overlay must fail exactly the tests
 upstream fails plus those EXPECTED.tsv lists for that line
 (`file::test<TAB>lines<TAB>reason`, lines like `1,3`). A listed test that now
 passes fails the check too, so the list stays true. With --write, the result
@@ -81,6 +81,8 @@ def main():
                 "| the overlay | %s |" % ov_line.split(": ", 1)[1],
                 "", "| Test the overlay fails on purpose | Why |", "|---|---|"]
         rows += ["| `%s` | %s |" % (name, on_purpose[name]) for name in sorted(on_purpose)]
+        if not on_purpose:
+            rows.append("| none | the overlay passes every test upstream passes |")
         head, rest = text.split(begin, 1)
         _, tail = rest.split(end, 1)
         open(a.write, "w").write(head + begin + "\n" + "\n".join(rows) + "\n" + end + tail)

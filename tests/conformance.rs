@@ -271,6 +271,66 @@ async fn everything_server_0_17_passes_the_server_suite_but_what_0_17_lacks() ->
     Ok(())
 }
 
+/// What upstream 0.16.0 lacks that the server suite checks: 0.17's three
+/// ([`LACKING_0_17`]), and the defaults of string, integer and number fields
+/// in an elicitation schema (0.17 added them; enum and boolean had them).
+const LACKING_0_16: [(&str, &str); 4] = [
+    (
+        "elicitation-sep1034-defaults",
+        "0.16's elicitation schema drops a string, integer or number field's default (0.17 added them)",
+    ),
+    (
+        "dns-rebinding-protection",
+        "0.16's service has no Host or Origin validation (allowed_hosts came later)",
+    ),
+    (
+        "elicitation-sep1330-enums",
+        "0.16's elicitation schema has no legacy titled enum (enumNames)",
+    ),
+    (
+        "prompts-get-embedded-resource",
+        "0.16's prompt content cannot carry the suite's embedded resource",
+    ),
+];
+
+/// The same suite against the everything server built on the 0.16 line
+/// (`rmcp-resume-0-16` over rmcp 0.16.0), with a baseline of exactly what
+/// 0.16 lacks ([`LACKING_0_16`]); every other scenario is clean, and the
+/// SEP-1699 polling response comes on the resuming GET.
+#[tokio::test]
+async fn everything_server_0_16_passes_the_server_suite_but_what_0_16_lacks() -> anyhow::Result<()>
+{
+    let served = rmcp_resume_testkit_0_16::TestServer::everything()
+        .serve()
+        .await?;
+    let lacking: Vec<&str> = LACKING_0_16.iter().map(|(scenario, _)| *scenario).collect();
+    let suite = Suite::new("server-0-16")?.expecting_server_failures(&lacking)?;
+    let log = suite
+        .run(&["server", "--url", &served.url, "--suite", "all"])
+        .await?;
+    let scenarios = suite.checks()?;
+    assert_eq!(scenarios.len(), SERVER_SCENARIOS, "{log}");
+    let (lacked, rest): (Vec<_>, Vec<_>) = scenarios.into_iter().partition(|(name, _)| {
+        lacking
+            .iter()
+            .any(|scenario| name.starts_with(&format!("server-{scenario}-")))
+    });
+    assert_eq!(lacked.len(), lacking.len(), "{log}");
+    assert_clean(&rest);
+    let (_, polling) = rest
+        .iter()
+        .find(|(name, _)| name.starts_with("server-server-sse-polling-"))
+        .ok_or_else(|| anyhow::anyhow!("no server-sse-polling results:\n{log}"))?;
+    assert_eq!(
+        status(polling, "server-sse-disconnect-resume"),
+        ["SUCCESS"],
+        "{polling:#?}"
+    );
+    let stats = served.resume_stats();
+    assert!(stats.is_some_and(|stats| stats.replayed >= 1), "{stats:?}");
+    Ok(())
+}
+
 async fn client_scenario(scenario: &str, expected_checks: &[&str]) -> anyhow::Result<()> {
     let suite = Suite::new(&format!("client-{scenario}"))?;
     let command = env!("CARGO_BIN_EXE_conformance-client");

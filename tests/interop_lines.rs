@@ -14,10 +14,14 @@
 //!
 //! The 0.17 line meets its neighbour, 1.8 (fork and upstream), and upstream
 //! 0.17.0 itself; cut calls resume across 0.17 and 1.8, both ways.
+//!
+//! The 0.16 line meets its neighbour, 0.17 (fork and upstream), and upstream
+//! 0.16.0 itself; cut calls resume across 0.16 and 0.17, both ways.
 
 use std::time::Duration;
 
 use rmcp_resume_testkit::scenario::{self as scenario_3, Signals as Signals3};
+use rmcp_resume_testkit_0_16::scenario::{self as scenario_0_16, Signals as Signals0_16};
 use rmcp_resume_testkit_0_17::scenario::{self as scenario_0_17, Signals as Signals0_17};
 use rmcp_resume_testkit_1::scenario::{self as scenario_1, Signals as Signals1};
 use rmcp_resume_testkit_2::scenario::{self as scenario_2, Signals as Signals2};
@@ -635,5 +639,122 @@ async fn fork_0_17_client_resumes_a_cut_call_on_fork_0_17_server() -> anyhow::Re
         scenario_0_17,
         rmcp_resume_testkit_0_17::Side::Fork,
         scenario_0_17::world(rmcp_resume_testkit_0_17::Side::Fork, 16, Some(RETRY)).await?
+    )
+}
+
+// ---- the 0.16 line and its neighbour, 0.17 ----
+
+async fn served_0_16(
+    side: rmcp_resume_testkit_0_16::Side,
+) -> std::io::Result<rmcp_resume_testkit_0_16::Served> {
+    rmcp_resume_testkit_0_16::TestServer::new(side)
+        .window(16)
+        .retry(Some(RETRY))
+        .serve()
+        .await
+}
+
+#[tokio::test]
+async fn upstream_0_16_client_calls_fork_0_16_server() -> anyhow::Result<()> {
+    sums_to_42!(
+        scenario_0_16,
+        rmcp_resume_testkit_0_16::Side::Upstream,
+        scenario_0_16::world(rmcp_resume_testkit_0_16::Side::Fork, 16, Some(RETRY)).await?
+    )
+}
+
+#[tokio::test]
+async fn fork_0_16_client_calls_upstream_0_16_server() -> anyhow::Result<()> {
+    sums_to_42!(
+        scenario_0_16,
+        rmcp_resume_testkit_0_16::Side::Fork,
+        scenario_0_16::world(rmcp_resume_testkit_0_16::Side::Upstream, 16, Some(RETRY)).await?
+    )
+}
+
+#[tokio::test]
+async fn fork_0_16_client_calls_fork_0_17_server() -> anyhow::Result<()> {
+    sums_to_42!(
+        scenario_0_16,
+        rmcp_resume_testkit_0_16::Side::Fork,
+        world_in!(
+            scenario_0_16,
+            Signals0_16,
+            served_0_17(rmcp_resume_testkit_0_17::Side::Fork).await?
+        )?
+    )
+}
+
+#[tokio::test]
+async fn fork_0_16_client_calls_upstream_0_17_server() -> anyhow::Result<()> {
+    sums_to_42!(
+        scenario_0_16,
+        rmcp_resume_testkit_0_16::Side::Fork,
+        world_in!(
+            scenario_0_16,
+            Signals0_16,
+            served_0_17(rmcp_resume_testkit_0_17::Side::Upstream).await?
+        )?
+    )
+}
+
+#[tokio::test]
+async fn fork_0_17_client_calls_fork_0_16_server() -> anyhow::Result<()> {
+    sums_to_42!(
+        scenario_0_17,
+        rmcp_resume_testkit_0_17::Side::Fork,
+        world_in!(
+            scenario_0_17,
+            Signals0_17,
+            served_0_16(rmcp_resume_testkit_0_16::Side::Fork).await?
+        )?
+    )
+}
+
+#[tokio::test]
+async fn upstream_0_17_client_calls_fork_0_16_server() -> anyhow::Result<()> {
+    sums_to_42!(
+        scenario_0_17,
+        rmcp_resume_testkit_0_17::Side::Upstream,
+        world_in!(
+            scenario_0_17,
+            Signals0_17,
+            served_0_16(rmcp_resume_testkit_0_16::Side::Fork).await?
+        )?
+    )
+}
+
+#[tokio::test]
+async fn fork_0_16_client_resumes_a_cut_call_on_fork_0_17_server() -> anyhow::Result<()> {
+    cut_call_answers!(
+        scenario_0_16,
+        rmcp_resume_testkit_0_16::Side::Fork,
+        world_in!(
+            scenario_0_16,
+            Signals0_16,
+            served_0_17(rmcp_resume_testkit_0_17::Side::Fork).await?
+        )?
+    )
+}
+
+#[tokio::test]
+async fn fork_0_17_client_resumes_a_cut_call_on_fork_0_16_server() -> anyhow::Result<()> {
+    cut_call_answers!(
+        scenario_0_17,
+        rmcp_resume_testkit_0_17::Side::Fork,
+        world_in!(
+            scenario_0_17,
+            Signals0_17,
+            served_0_16(rmcp_resume_testkit_0_16::Side::Fork).await?
+        )?
+    )
+}
+
+#[tokio::test]
+async fn fork_0_16_client_resumes_a_cut_call_on_fork_0_16_server() -> anyhow::Result<()> {
+    cut_call_answers!(
+        scenario_0_16,
+        rmcp_resume_testkit_0_16::Side::Fork,
+        scenario_0_16::world(rmcp_resume_testkit_0_16::Side::Fork, 16, Some(RETRY)).await?
     )
 }

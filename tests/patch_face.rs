@@ -1,5 +1,5 @@
 //! Proof (b): each `[patch.crates-io]` face replaces rmcp in an application
-//! that asks for plain `rmcp = "3.11"`, `rmcp = "2.2"`, `rmcp = "1.8"` or `rmcp = "0.17"`, and it builds
+//! that asks for plain `rmcp = "3.11"`, `rmcp = "2.2"`, `rmcp = "1.8"`, `rmcp = "0.17"` or `rmcp = "0.16"`, and it builds
 //! offline.
 //!
 //! A face takes upstream from upstream's git tag. Nothing of upstream is
@@ -55,6 +55,14 @@ const FACE_0_17: Face = Face {
     version: "0.17.0",
     requirement: "0.17",
     fixture: "patch-app-0-17",
+    result: "PATCHED",
+};
+
+const FACE_0_16: Face = Face {
+    dir: "crates/rmcp-0-16",
+    version: "0.16.0",
+    requirement: "0.16",
+    fixture: "patch-app-0-16",
     result: "PATCHED",
 };
 
@@ -322,4 +330,9 @@ fn patch_face_2_replaces_crates_io_rmcp_2_offline() {
 #[test]
 fn patch_face_0_17_replaces_crates_io_rmcp_0_17_offline() {
     prove(&FACE_0_17);
+}
+
+#[test]
+fn patch_face_0_16_replaces_crates_io_rmcp_0_16_offline() {
+    prove(&FACE_0_16);
 }

@@ -10,14 +10,26 @@
 //! `restore_session`), constructors and `Default` for SSE frames, the
 //! worker's idle reason, the client's `SessionExpired`, and an error whose
 //! request id may be absent.
+//!
+//! The 0.16 line is the 0.17 line (its build script sets `cfg(rmcp_line_1)`,
+//! `cfg(rmcp_line_0_17)` and `cfg(rmcp_line_0_16)`): 0.16 lacks all that 0.17
+//! lacks, so every `cfg(rmcp_line_0_17)` item serves it as it is, and
+//! `cfg(rmcp_line_0_16)` marks only what 0.16 lacks beside: the custom
+//! headers of the client's `GET` and `DELETE`, the list of known revisions
+//! (and a version's name as text), and the server's refusal of a revision it
+//! does not know.
 
 /// The upstream release this line overlays.
 #[cfg(not(any(rmcp_line_2, rmcp_line_0_17)))]
 pub(crate) const UPSTREAM_VERSION: &str = "1.8.0";
 
 /// The upstream release this line overlays.
-#[cfg(rmcp_line_0_17)]
+#[cfg(all(rmcp_line_0_17, not(rmcp_line_0_16)))]
 pub(crate) const UPSTREAM_VERSION: &str = "0.17.0";
+
+/// The upstream release this line overlays.
+#[cfg(rmcp_line_0_16)]
+pub(crate) const UPSTREAM_VERSION: &str = "0.16.0";
 
 /// The upstream release this line overlays.
 #[cfg(rmcp_line_2)]
@@ -38,6 +50,64 @@ pub(crate) const UPSTREAM_VERSION: &str = "2.2.0";
 ))]
 pub(crate) fn has_initialize(_version: &crate::model::ProtocolVersion) -> bool {
     true
+}
+
+/// The revision named `text`, if this line knows it.
+#[cfg(all(
+    any(feature = "client", feature = "server"),
+    any(
+        feature = "transport-streamable-http-client",
+        feature = "transport-streamable-http-server"
+    ),
+    not(rmcp_line_0_16)
+))]
+pub(crate) fn known_version(text: &str) -> Option<crate::model::ProtocolVersion> {
+    crate::model::ProtocolVersion::KNOWN_VERSIONS
+        .iter()
+        .find(|known| known.as_str() == text)
+        .cloned()
+}
+
+/// The revision named `text`, if 0.16 knows it (it has no list of them, nor
+/// a version's name as text).
+#[cfg(all(
+    any(feature = "client", feature = "server"),
+    any(
+        feature = "transport-streamable-http-client",
+        feature = "transport-streamable-http-server"
+    ),
+    rmcp_line_0_16
+))]
+pub(crate) fn known_version(text: &str) -> Option<crate::model::ProtocolVersion> {
+    use crate::model::ProtocolVersion;
+    match text {
+        "2024-11-05" => Some(ProtocolVersion::V_2024_11_05),
+        "2025-03-26" => Some(ProtocolVersion::V_2025_03_26),
+        "2025-06-18" => Some(ProtocolVersion::V_2025_06_18),
+        _ => None,
+    }
+}
+
+/// What a request naming a revision this line does not know speaks: none,
+/// it is refused (`400`), as upstream refuses it.
+#[cfg(all(
+    any(feature = "client", feature = "server"),
+    feature = "transport-streamable-http-server",
+    not(rmcp_line_0_16)
+))]
+pub(crate) fn unknown_version() -> Option<crate::model::ProtocolVersion> {
+    None
+}
+
+/// 0.16 reads no `MCP-Protocol-Version` header: a revision it does not know
+/// is served as every other, with `initialize` and sessions.
+#[cfg(all(
+    any(feature = "client", feature = "server"),
+    feature = "transport-streamable-http-server",
+    rmcp_line_0_16
+))]
+pub(crate) fn unknown_version() -> Option<crate::model::ProtocolVersion> {
+    Some(crate::model::ProtocolVersion::V_2025_03_26)
 }
 
 /// In 1.8 a cancellation always names its request.
@@ -311,6 +381,88 @@ mod client {
     }
     pub(crate) use get_session_type;
 
+    /// The guard's `StreamableHttpClient::delete_session` (forwarded) and
+    /// `get_stream` (to `ResumeGuard::get_default`), as upstream's trait
+    /// declares them: both take the custom headers.
+    #[cfg(not(rmcp_line_0_16))]
+    macro_rules! delete_and_get_stream {
+        () => {
+            fn delete_session(
+                &self,
+                endpoint: std::sync::Arc<str>,
+                sid: std::sync::Arc<str>,
+                bearer: Option<String>,
+                headers: std::collections::HashMap<http::HeaderName, http::HeaderValue>,
+            ) -> impl Future<
+                Output = Result<
+                    (),
+                    crate::transport::streamable_http_client::StreamableHttpError<Self::Error>,
+                >,
+            > + Send
+            + '_ {
+                self.inner().delete_session(endpoint, sid, bearer, headers)
+            }
+
+            fn get_stream(
+                &self,
+                endpoint: std::sync::Arc<str>,
+                sid: crate::line::get_session_type!(),
+                cursor: Option<String>,
+                bearer: Option<String>,
+                headers: std::collections::HashMap<http::HeaderName, http::HeaderValue>,
+            ) -> impl Future<
+                Output = Result<
+                    futures::stream::BoxStream<'static, Result<sse_stream::Sse, sse_stream::Error>>,
+                    crate::transport::streamable_http_client::StreamableHttpError<Self::Error>,
+                >,
+            > + Send
+            + '_ {
+                let sid = crate::line::get_session(sid);
+                self.get_default(endpoint, sid, cursor, bearer, headers)
+            }
+        };
+    }
+    /// 0.16's `delete_session` and `get_stream` take no custom headers: the
+    /// guard forwards the deletion as it is, and its `GET`s carry none (as
+    /// upstream 0.16's).
+    #[cfg(rmcp_line_0_16)]
+    macro_rules! delete_and_get_stream {
+        () => {
+            fn delete_session(
+                &self,
+                endpoint: std::sync::Arc<str>,
+                sid: std::sync::Arc<str>,
+                bearer: Option<String>,
+            ) -> impl Future<
+                Output = Result<
+                    (),
+                    crate::transport::streamable_http_client::StreamableHttpError<Self::Error>,
+                >,
+            > + Send
+            + '_ {
+                self.inner().delete_session(endpoint, sid, bearer)
+            }
+
+            fn get_stream(
+                &self,
+                endpoint: std::sync::Arc<str>,
+                sid: crate::line::get_session_type!(),
+                cursor: Option<String>,
+                bearer: Option<String>,
+            ) -> impl Future<
+                Output = Result<
+                    futures::stream::BoxStream<'static, Result<sse_stream::Sse, sse_stream::Error>>,
+                    crate::transport::streamable_http_client::StreamableHttpError<Self::Error>,
+                >,
+            > + Send
+            + '_ {
+                let sid = crate::line::get_session(sid);
+                self.get_default(endpoint, sid, cursor, bearer, Default::default())
+            }
+        };
+    }
+    pub(crate) use delete_and_get_stream;
+
     /// The session of a `get_stream` call.
     pub(crate) fn get_session(session: Arc<str>) -> Option<Arc<str>> {
         Some(session)
@@ -389,13 +541,46 @@ mod client {
     > + Send
     + '_ {
         match session {
-            Some(session) => {
-                Either::Left(client.get_stream(endpoint, session, cursor, bearer, headers))
-            }
+            Some(session) => Either::Left(get_with_session(
+                client, endpoint, session, cursor, bearer, headers,
+            )),
             None => Either::Right(
                 futures::future::ready(Err(StreamableHttpError::ServerDoesNotSupportSse)).boxed(),
             ),
         }
+    }
+
+    /// A `GET` on `session`, with the custom headers.
+    #[cfg(not(rmcp_line_0_16))]
+    fn get_with_session<C: StreamableHttpClient>(
+        client: &C,
+        endpoint: Arc<str>,
+        session: Arc<str>,
+        cursor: Option<String>,
+        bearer: Option<String>,
+        headers: HashMap<HeaderName, HeaderValue>,
+    ) -> impl Future<
+        Output = Result<BoxStream<'static, Result<Sse, SseError>>, StreamableHttpError<C::Error>>,
+    > + Send
+    + '_ {
+        client.get_stream(endpoint, session, cursor, bearer, headers)
+    }
+
+    /// 0.16's `GET` takes no custom headers; it sends none, as upstream
+    /// 0.16's client does.
+    #[cfg(rmcp_line_0_16)]
+    fn get_with_session<C: StreamableHttpClient>(
+        client: &C,
+        endpoint: Arc<str>,
+        session: Arc<str>,
+        cursor: Option<String>,
+        bearer: Option<String>,
+        _headers: HashMap<HeaderName, HeaderValue>,
+    ) -> impl Future<
+        Output = Result<BoxStream<'static, Result<Sse, SseError>>, StreamableHttpError<C::Error>>,
+    > + Send
+    + '_ {
+        client.get_stream(endpoint, session, cursor, bearer)
     }
 
     /// 1.8's worker has a single queue: there is no control queue.

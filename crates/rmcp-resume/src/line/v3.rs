@@ -20,6 +20,31 @@ pub(crate) fn has_initialize(version: &crate::model::ProtocolVersion) -> bool {
     version.has_initialize()
 }
 
+/// The revision named `text`, if this line knows it.
+#[cfg(all(
+    any(feature = "client", feature = "server"),
+    any(
+        feature = "transport-streamable-http-client",
+        feature = "transport-streamable-http-server"
+    )
+))]
+pub(crate) fn known_version(text: &str) -> Option<crate::model::ProtocolVersion> {
+    crate::model::ProtocolVersion::KNOWN_VERSIONS
+        .iter()
+        .find(|known| known.as_str() == text)
+        .cloned()
+}
+
+/// What a request naming a revision this line does not know speaks: none,
+/// it is refused (`400`), as upstream refuses it.
+#[cfg(all(
+    any(feature = "client", feature = "server"),
+    feature = "transport-streamable-http-server"
+))]
+pub(crate) fn unknown_version() -> Option<crate::model::ProtocolVersion> {
+    None
+}
+
 /// The request a cancellation names, if it names one.
 #[cfg(all(
     any(feature = "client", feature = "server"),
@@ -280,6 +305,48 @@ mod client {
         () => { Option<std::sync::Arc<str>> };
     }
     pub(crate) use get_session_type;
+
+    /// The guard's `StreamableHttpClient::delete_session` (forwarded) and
+    /// `get_stream` (to `ResumeGuard::get_default`), as upstream's trait
+    /// declares them: both take the custom headers.
+    macro_rules! delete_and_get_stream {
+        () => {
+            fn delete_session(
+                &self,
+                endpoint: std::sync::Arc<str>,
+                sid: std::sync::Arc<str>,
+                bearer: Option<String>,
+                headers: std::collections::HashMap<http::HeaderName, http::HeaderValue>,
+            ) -> impl Future<
+                Output = Result<
+                    (),
+                    crate::transport::streamable_http_client::StreamableHttpError<Self::Error>,
+                >,
+            > + Send
+            + '_ {
+                self.inner().delete_session(endpoint, sid, bearer, headers)
+            }
+
+            fn get_stream(
+                &self,
+                endpoint: std::sync::Arc<str>,
+                sid: crate::line::get_session_type!(),
+                cursor: Option<String>,
+                bearer: Option<String>,
+                headers: std::collections::HashMap<http::HeaderName, http::HeaderValue>,
+            ) -> impl Future<
+                Output = Result<
+                    futures::stream::BoxStream<'static, Result<sse_stream::Sse, sse_stream::Error>>,
+                    crate::transport::streamable_http_client::StreamableHttpError<Self::Error>,
+                >,
+            > + Send
+            + '_ {
+                let sid = crate::line::get_session(sid);
+                self.get_default(endpoint, sid, cursor, bearer, headers)
+            }
+        };
+    }
+    pub(crate) use delete_and_get_stream;
 
     /// The session of a `get_stream` call.
     pub(crate) fn get_session(session: Option<Arc<str>>) -> Option<Arc<str>> {

@@ -188,9 +188,8 @@ fn speaks_resumable_revision(headers: &HashMap<HeaderName, HeaderValue>) -> bool
         .and_then(|(_, value)| value.to_str().ok());
     // An unknown version is left to the server; the fork guards it.
     version.is_none_or(|v| {
-        crate::model::ProtocolVersion::KNOWN_VERSIONS
-            .iter()
-            .find(|known| known.as_str() == v)
+        crate::line::known_version(v)
+            .as_ref()
             .is_none_or(crate::line::has_initialize)
     })
 }
@@ -353,6 +352,19 @@ impl<C: StreamableHttpClient> ResumeGuard<C> {
         response
     }
 
+    /// A `GET` under the default response limits (upstream's `get_stream`).
+    pub(crate) fn get_default(
+        &self,
+        endpoint: Arc<str>,
+        sid: Option<Arc<str>>,
+        cursor: Option<String>,
+        bearer: Option<String>,
+        headers: HashMap<HeaderName, HeaderValue>,
+    ) -> impl Future<Output = GetResult<C::Error>> + Send + '_ {
+        let limit = line::event_limit(&ResponseLimits::default());
+        self.get_guarded(endpoint, sid, cursor, bearer, headers, limit)
+    }
+
     fn get_guarded(
         &self,
         endpoint: Arc<str>,
@@ -492,28 +504,9 @@ impl<C: StreamableHttpClient> StreamableHttpClient for ResumeGuard<C> {
         }
     }
 
-    fn delete_session(
-        &self,
-        endpoint: Arc<str>,
-        sid: Arc<str>,
-        bearer: Option<String>,
-        headers: HashMap<HeaderName, HeaderValue>,
-    ) -> impl Future<Output = Result<(), StreamableHttpError<Self::Error>>> + Send + '_ {
-        self.inner.delete_session(endpoint, sid, bearer, headers)
-    }
-
-    fn get_stream(
-        &self,
-        endpoint: Arc<str>,
-        sid: line::get_session_type!(),
-        cursor: Option<String>,
-        bearer: Option<String>,
-        headers: HashMap<HeaderName, HeaderValue>,
-    ) -> impl Future<Output = GetResult<Self::Error>> + Send + '_ {
-        let limit = line::event_limit(&ResponseLimits::default());
-        let sid = line::get_session(sid);
-        self.get_guarded(endpoint, sid, cursor, bearer, headers, limit)
-    }
+    // `delete_session`, forwarded, and `get_stream`, to `get_default`: their
+    // parameters differ per line.
+    crate::line::delete_and_get_stream!();
 
     crate::line::with_response_limits! {
         fn get_stream_with_max_sse_event_size(

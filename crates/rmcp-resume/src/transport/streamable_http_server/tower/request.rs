@@ -43,9 +43,7 @@ pub(super) fn protocol_version(headers: &http::HeaderMap) -> Result<ProtocolVers
     let Ok(text) = value.to_str() else {
         return Err("Bad Request: Invalid MCP-Protocol-Version header encoding".to_owned());
     };
-    ProtocolVersion::KNOWN_VERSIONS
-        .iter()
-        .find(|known| known.as_str() == text)
-        .cloned()
+    crate::line::known_version(text)
+        .or_else(crate::line::unknown_version)
         .ok_or_else(|| format!("Bad Request: Unsupported MCP-Protocol-Version: {text}"))
 }
