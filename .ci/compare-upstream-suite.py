@@ -3,7 +3,7 @@
 
 usage: compare-upstream-suite.py --line N UPSTREAM.txt OVERLAY.txt EXPECTED.tsv [--write PAGE.md]
 
-N is the rmcp line (1, 2 or 3; 0.17 or 0.16 for a 0.x minor, which is its own line). The overlay must fail exactly the tests
+N is the rmcp line (1, 2 or 3; 0.17, 0.16 or 0.15 for a 0.x minor, which is its own line). The overlay must fail exactly the tests
 upstream fails plus those EXPECTED.tsv lists for that line
 (`file::test<TAB>lines<TAB>reason`, lines like `1,3`). A listed test that now
 passes fails the check too, so the list stays true. With --write, the result

@@ -233,20 +233,18 @@ const LACKING_0_17: [(&str, &str); 3] = [
     ),
 ];
 
-/// The same suite against the everything server built on the 0.17 line
-/// (`rmcp-resume-0-17` over rmcp 0.17.0), with a baseline of exactly what
-/// 0.17 lacks ([`LACKING_0_17`]); every other scenario is clean, and the
-/// SEP-1699 polling response comes on the resuming GET.
-#[tokio::test]
-async fn everything_server_0_17_passes_the_server_suite_but_what_0_17_lacks() -> anyhow::Result<()>
-{
-    let served = rmcp_resume_testkit_0_17::TestServer::everything()
-        .serve()
-        .await?;
-    let lacking: Vec<&str> = LACKING_0_17.iter().map(|(scenario, _)| *scenario).collect();
-    let suite = Suite::new("server-0-17")?.expecting_server_failures(&lacking)?;
+/// The server suite against `url` with `lacking` as its baseline: exactly
+/// those scenarios fail, every other is clean, and the SEP-1699 polling
+/// response comes on the resuming GET.
+async fn passes_but_what_it_lacks(
+    name: &str,
+    url: &str,
+    lacking: &[(&str, &str)],
+) -> anyhow::Result<()> {
+    let lacking: Vec<&str> = lacking.iter().map(|(scenario, _)| *scenario).collect();
+    let suite = Suite::new(name)?.expecting_server_failures(&lacking)?;
     let log = suite
-        .run(&["server", "--url", &served.url, "--suite", "all"])
+        .run(&["server", "--url", url, "--suite", "all"])
         .await?;
     let scenarios = suite.checks()?;
     assert_eq!(scenarios.len(), SERVER_SCENARIOS, "{log}");
@@ -266,6 +264,19 @@ async fn everything_server_0_17_passes_the_server_suite_but_what_0_17_lacks() ->
         ["SUCCESS"],
         "{polling:#?}"
     );
+    Ok(())
+}
+
+/// The same suite against the everything server built on the 0.17 line
+/// (`rmcp-resume-0-17` over rmcp 0.17.0), with a baseline of exactly what
+/// 0.17 lacks ([`LACKING_0_17`]).
+#[tokio::test]
+async fn everything_server_0_17_passes_the_server_suite_but_what_0_17_lacks() -> anyhow::Result<()>
+{
+    let served = rmcp_resume_testkit_0_17::TestServer::everything()
+        .serve()
+        .await?;
+    passes_but_what_it_lacks("server-0-17", &served.url, &LACKING_0_17).await?;
     let stats = served.resume_stats();
     assert!(stats.is_some_and(|stats| stats.replayed >= 1), "{stats:?}");
     Ok(())
@@ -295,37 +306,33 @@ const LACKING_0_16: [(&str, &str); 4] = [
 
 /// The same suite against the everything server built on the 0.16 line
 /// (`rmcp-resume-0-16` over rmcp 0.16.0), with a baseline of exactly what
-/// 0.16 lacks ([`LACKING_0_16`]); every other scenario is clean, and the
-/// SEP-1699 polling response comes on the resuming GET.
+/// 0.16 lacks ([`LACKING_0_16`]).
 #[tokio::test]
 async fn everything_server_0_16_passes_the_server_suite_but_what_0_16_lacks() -> anyhow::Result<()>
 {
     let served = rmcp_resume_testkit_0_16::TestServer::everything()
         .serve()
         .await?;
-    let lacking: Vec<&str> = LACKING_0_16.iter().map(|(scenario, _)| *scenario).collect();
-    let suite = Suite::new("server-0-16")?.expecting_server_failures(&lacking)?;
-    let log = suite
-        .run(&["server", "--url", &served.url, "--suite", "all"])
+    passes_but_what_it_lacks("server-0-16", &served.url, &LACKING_0_16).await?;
+    let stats = served.resume_stats();
+    assert!(stats.is_some_and(|stats| stats.replayed >= 1), "{stats:?}");
+    Ok(())
+}
+
+/// What upstream 0.15.0 lacks that the server suite checks: 0.16's four
+/// ([`LACKING_0_16`]).
+const LACKING_0_15: [(&str, &str); 4] = LACKING_0_16;
+
+/// The same suite against the everything server built on the 0.15 line
+/// (`rmcp-resume-0-15` over rmcp 0.15.0, the original report's release),
+/// with a baseline of exactly what 0.15 lacks ([`LACKING_0_15`]).
+#[tokio::test]
+async fn everything_server_0_15_passes_the_server_suite_but_what_0_15_lacks() -> anyhow::Result<()>
+{
+    let served = rmcp_resume_testkit_0_15::TestServer::everything()
+        .serve()
         .await?;
-    let scenarios = suite.checks()?;
-    assert_eq!(scenarios.len(), SERVER_SCENARIOS, "{log}");
-    let (lacked, rest): (Vec<_>, Vec<_>) = scenarios.into_iter().partition(|(name, _)| {
-        lacking
-            .iter()
-            .any(|scenario| name.starts_with(&format!("server-{scenario}-")))
-    });
-    assert_eq!(lacked.len(), lacking.len(), "{log}");
-    assert_clean(&rest);
-    let (_, polling) = rest
-        .iter()
-        .find(|(name, _)| name.starts_with("server-server-sse-polling-"))
-        .ok_or_else(|| anyhow::anyhow!("no server-sse-polling results:\n{log}"))?;
-    assert_eq!(
-        status(polling, "server-sse-disconnect-resume"),
-        ["SUCCESS"],
-        "{polling:#?}"
-    );
+    passes_but_what_it_lacks("server-0-15", &served.url, &LACKING_0_15).await?;
     let stats = served.resume_stats();
     assert!(stats.is_some_and(|stats| stats.replayed >= 1), "{stats:?}");
     Ok(())

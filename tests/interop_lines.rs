@@ -16,13 +16,13 @@
 //! 0.17.0 itself; cut calls resume across 0.17 and 1.8, both ways.
 //!
 //! The 0.16 line meets its neighbour, 0.17 (fork and upstream), and upstream
-//! 0.16.0 itself; cut calls resume across 0.16 and 0.17, both ways.
+//! 0.16.0 itself; cut calls resume across 0.16 and 0.17, both ways. The 0.15
+//! line meets 0.16 the same way. Each 0.x line's proofs are one module
+//! (`line_0_17`, `line_0_16`, `line_0_15`) of the `neighbours!` macro.
 
 use std::time::Duration;
 
 use rmcp_resume_testkit::scenario::{self as scenario_3, Signals as Signals3};
-use rmcp_resume_testkit_0_16::scenario::{self as scenario_0_16, Signals as Signals0_16};
-use rmcp_resume_testkit_0_17::scenario::{self as scenario_0_17, Signals as Signals0_17};
 use rmcp_resume_testkit_1::scenario::{self as scenario_1, Signals as Signals1};
 use rmcp_resume_testkit_2::scenario::{self as scenario_2, Signals as Signals2};
 
@@ -525,236 +525,122 @@ async fn upstream_3_client_resumes_a_cut_call_on_fork_2_server() -> anyhow::Resu
     )
 }
 
-// ---- the 0.17 line and its neighbour, 1.8 ----
+// ---- each 0.x line and its neighbour ----
 
-async fn served_0_17(
-    side: rmcp_resume_testkit_0_17::Side,
-) -> std::io::Result<rmcp_resume_testkit_0_17::Served> {
-    rmcp_resume_testkit_0_17::TestServer::new(side)
-        .window(16)
-        .retry(Some(RETRY))
-        .serve()
-        .await
+/// The proofs of one line against its newer neighbour, as a module: plain
+/// calls both ways between the line's fork and upstream of the same
+/// release; the line's fork against the neighbour's fork and upstream, both
+/// ways; and cut calls resumed within the line and across to the neighbour,
+/// both ways.
+macro_rules! neighbours {
+    ($name:ident: $kit:ident next to $next:ident) => {
+        mod $name {
+            use super::{LIMIT, RETRY, sum_arguments};
+            use $kit::scenario::{self as line, Signals as LineSignals};
+            use $next::scenario::{self as next, Signals as NextSignals};
+
+            async fn served(side: $kit::Side) -> std::io::Result<$kit::Served> {
+                $kit::TestServer::new(side)
+                    .window(16)
+                    .retry(Some(RETRY))
+                    .serve()
+                    .await
+            }
+
+            async fn served_next(side: $next::Side) -> std::io::Result<$next::Served> {
+                $next::TestServer::new(side)
+                    .window(16)
+                    .retry(Some(RETRY))
+                    .serve()
+                    .await
+            }
+
+            #[tokio::test]
+            async fn upstream_client_calls_fork_server() -> anyhow::Result<()> {
+                sums_to_42!(
+                    line,
+                    $kit::Side::Upstream,
+                    line::world($kit::Side::Fork, 16, Some(RETRY)).await?
+                )
+            }
+
+            #[tokio::test]
+            async fn fork_client_calls_upstream_server() -> anyhow::Result<()> {
+                sums_to_42!(
+                    line,
+                    $kit::Side::Fork,
+                    line::world($kit::Side::Upstream, 16, Some(RETRY)).await?
+                )
+            }
+
+            #[tokio::test]
+            async fn fork_client_calls_fork_neighbour_server() -> anyhow::Result<()> {
+                sums_to_42!(
+                    line,
+                    $kit::Side::Fork,
+                    world_in!(line, LineSignals, served_next($next::Side::Fork).await?)?
+                )
+            }
+
+            #[tokio::test]
+            async fn fork_client_calls_upstream_neighbour_server() -> anyhow::Result<()> {
+                sums_to_42!(
+                    line,
+                    $kit::Side::Fork,
+                    world_in!(line, LineSignals, served_next($next::Side::Upstream).await?)?
+                )
+            }
+
+            #[tokio::test]
+            async fn fork_neighbour_client_calls_fork_server() -> anyhow::Result<()> {
+                sums_to_42!(
+                    next,
+                    $next::Side::Fork,
+                    world_in!(next, NextSignals, served($kit::Side::Fork).await?)?
+                )
+            }
+
+            #[tokio::test]
+            async fn upstream_neighbour_client_calls_fork_server() -> anyhow::Result<()> {
+                sums_to_42!(
+                    next,
+                    $next::Side::Upstream,
+                    world_in!(next, NextSignals, served($kit::Side::Fork).await?)?
+                )
+            }
+
+            #[tokio::test]
+            async fn fork_client_resumes_a_cut_call_on_fork_neighbour_server() -> anyhow::Result<()>
+            {
+                cut_call_answers!(
+                    line,
+                    $kit::Side::Fork,
+                    world_in!(line, LineSignals, served_next($next::Side::Fork).await?)?
+                )
+            }
+
+            #[tokio::test]
+            async fn fork_neighbour_client_resumes_a_cut_call_on_fork_server() -> anyhow::Result<()>
+            {
+                cut_call_answers!(
+                    next,
+                    $next::Side::Fork,
+                    world_in!(next, NextSignals, served($kit::Side::Fork).await?)?
+                )
+            }
+
+            #[tokio::test]
+            async fn fork_client_resumes_a_cut_call_on_fork_server() -> anyhow::Result<()> {
+                cut_call_answers!(
+                    line,
+                    $kit::Side::Fork,
+                    line::world($kit::Side::Fork, 16, Some(RETRY)).await?
+                )
+            }
+        }
+    };
 }
 
-#[tokio::test]
-async fn upstream_0_17_client_calls_fork_0_17_server() -> anyhow::Result<()> {
-    sums_to_42!(
-        scenario_0_17,
-        rmcp_resume_testkit_0_17::Side::Upstream,
-        scenario_0_17::world(rmcp_resume_testkit_0_17::Side::Fork, 16, Some(RETRY)).await?
-    )
-}
-
-#[tokio::test]
-async fn fork_0_17_client_calls_upstream_0_17_server() -> anyhow::Result<()> {
-    sums_to_42!(
-        scenario_0_17,
-        rmcp_resume_testkit_0_17::Side::Fork,
-        scenario_0_17::world(rmcp_resume_testkit_0_17::Side::Upstream, 16, Some(RETRY)).await?
-    )
-}
-
-#[tokio::test]
-async fn fork_0_17_client_calls_fork_1_server() -> anyhow::Result<()> {
-    sums_to_42!(
-        scenario_0_17,
-        rmcp_resume_testkit_0_17::Side::Fork,
-        world_in!(
-            scenario_0_17,
-            Signals0_17,
-            served_1(rmcp_resume_testkit_1::Side::Fork).await?
-        )?
-    )
-}
-
-#[tokio::test]
-async fn fork_0_17_client_calls_upstream_1_server() -> anyhow::Result<()> {
-    sums_to_42!(
-        scenario_0_17,
-        rmcp_resume_testkit_0_17::Side::Fork,
-        world_in!(
-            scenario_0_17,
-            Signals0_17,
-            served_1(rmcp_resume_testkit_1::Side::Upstream).await?
-        )?
-    )
-}
-
-#[tokio::test]
-async fn fork_1_client_calls_fork_0_17_server() -> anyhow::Result<()> {
-    sums_to_42!(
-        scenario_1,
-        rmcp_resume_testkit_1::Side::Fork,
-        world_in!(
-            scenario_1,
-            Signals1,
-            served_0_17(rmcp_resume_testkit_0_17::Side::Fork).await?
-        )?
-    )
-}
-
-#[tokio::test]
-async fn upstream_1_client_calls_fork_0_17_server() -> anyhow::Result<()> {
-    sums_to_42!(
-        scenario_1,
-        rmcp_resume_testkit_1::Side::Upstream,
-        world_in!(
-            scenario_1,
-            Signals1,
-            served_0_17(rmcp_resume_testkit_0_17::Side::Fork).await?
-        )?
-    )
-}
-
-#[tokio::test]
-async fn fork_0_17_client_resumes_a_cut_call_on_fork_1_server() -> anyhow::Result<()> {
-    cut_call_answers!(
-        scenario_0_17,
-        rmcp_resume_testkit_0_17::Side::Fork,
-        world_in!(
-            scenario_0_17,
-            Signals0_17,
-            served_1(rmcp_resume_testkit_1::Side::Fork).await?
-        )?
-    )
-}
-
-#[tokio::test]
-async fn fork_1_client_resumes_a_cut_call_on_fork_0_17_server() -> anyhow::Result<()> {
-    cut_call_answers!(
-        scenario_1,
-        rmcp_resume_testkit_1::Side::Fork,
-        world_in!(
-            scenario_1,
-            Signals1,
-            served_0_17(rmcp_resume_testkit_0_17::Side::Fork).await?
-        )?
-    )
-}
-
-#[tokio::test]
-async fn fork_0_17_client_resumes_a_cut_call_on_fork_0_17_server() -> anyhow::Result<()> {
-    cut_call_answers!(
-        scenario_0_17,
-        rmcp_resume_testkit_0_17::Side::Fork,
-        scenario_0_17::world(rmcp_resume_testkit_0_17::Side::Fork, 16, Some(RETRY)).await?
-    )
-}
-
-// ---- the 0.16 line and its neighbour, 0.17 ----
-
-async fn served_0_16(
-    side: rmcp_resume_testkit_0_16::Side,
-) -> std::io::Result<rmcp_resume_testkit_0_16::Served> {
-    rmcp_resume_testkit_0_16::TestServer::new(side)
-        .window(16)
-        .retry(Some(RETRY))
-        .serve()
-        .await
-}
-
-#[tokio::test]
-async fn upstream_0_16_client_calls_fork_0_16_server() -> anyhow::Result<()> {
-    sums_to_42!(
-        scenario_0_16,
-        rmcp_resume_testkit_0_16::Side::Upstream,
-        scenario_0_16::world(rmcp_resume_testkit_0_16::Side::Fork, 16, Some(RETRY)).await?
-    )
-}
-
-#[tokio::test]
-async fn fork_0_16_client_calls_upstream_0_16_server() -> anyhow::Result<()> {
-    sums_to_42!(
-        scenario_0_16,
-        rmcp_resume_testkit_0_16::Side::Fork,
-        scenario_0_16::world(rmcp_resume_testkit_0_16::Side::Upstream, 16, Some(RETRY)).await?
-    )
-}
-
-#[tokio::test]
-async fn fork_0_16_client_calls_fork_0_17_server() -> anyhow::Result<()> {
-    sums_to_42!(
-        scenario_0_16,
-        rmcp_resume_testkit_0_16::Side::Fork,
-        world_in!(
-            scenario_0_16,
-            Signals0_16,
-            served_0_17(rmcp_resume_testkit_0_17::Side::Fork).await?
-        )?
-    )
-}
-
-#[tokio::test]
-async fn fork_0_16_client_calls_upstream_0_17_server() -> anyhow::Result<()> {
-    sums_to_42!(
-        scenario_0_16,
-        rmcp_resume_testkit_0_16::Side::Fork,
-        world_in!(
-            scenario_0_16,
-            Signals0_16,
-            served_0_17(rmcp_resume_testkit_0_17::Side::Upstream).await?
-        )?
-    )
-}
-
-#[tokio::test]
-async fn fork_0_17_client_calls_fork_0_16_server() -> anyhow::Result<()> {
-    sums_to_42!(
-        scenario_0_17,
-        rmcp_resume_testkit_0_17::Side::Fork,
-        world_in!(
-            scenario_0_17,
-            Signals0_17,
-            served_0_16(rmcp_resume_testkit_0_16::Side::Fork).await?
-        )?
-    )
-}
-
-#[tokio::test]
-async fn upstream_0_17_client_calls_fork_0_16_server() -> anyhow::Result<()> {
-    sums_to_42!(
-        scenario_0_17,
-        rmcp_resume_testkit_0_17::Side::Upstream,
-        world_in!(
-            scenario_0_17,
-            Signals0_17,
-            served_0_16(rmcp_resume_testkit_0_16::Side::Fork).await?
-        )?
-    )
-}
-
-#[tokio::test]
-async fn fork_0_16_client_resumes_a_cut_call_on_fork_0_17_server() -> anyhow::Result<()> {
-    cut_call_answers!(
-        scenario_0_16,
-        rmcp_resume_testkit_0_16::Side::Fork,
-        world_in!(
-            scenario_0_16,
-            Signals0_16,
-            served_0_17(rmcp_resume_testkit_0_17::Side::Fork).await?
-        )?
-    )
-}
-
-#[tokio::test]
-async fn fork_0_17_client_resumes_a_cut_call_on_fork_0_16_server() -> anyhow::Result<()> {
-    cut_call_answers!(
-        scenario_0_17,
-        rmcp_resume_testkit_0_17::Side::Fork,
-        world_in!(
-            scenario_0_17,
-            Signals0_17,
-            served_0_16(rmcp_resume_testkit_0_16::Side::Fork).await?
-        )?
-    )
-}
-
-#[tokio::test]
-async fn fork_0_16_client_resumes_a_cut_call_on_fork_0_16_server() -> anyhow::Result<()> {
-    cut_call_answers!(
-        scenario_0_16,
-        rmcp_resume_testkit_0_16::Side::Fork,
-        scenario_0_16::world(rmcp_resume_testkit_0_16::Side::Fork, 16, Some(RETRY)).await?
-    )
-}
+neighbours!(line_0_17: rmcp_resume_testkit_0_17 next to rmcp_resume_testkit_1);
+neighbours!(line_0_16: rmcp_resume_testkit_0_16 next to rmcp_resume_testkit_0_17);
+neighbours!(line_0_15: rmcp_resume_testkit_0_15 next to rmcp_resume_testkit_0_16);

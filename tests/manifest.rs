@@ -41,6 +41,11 @@ const LINE_0_16: Line = Line {
     face: "crates/rmcp-0-16/Cargo.toml",
 };
 
+const LINE_0_15: Line = Line {
+    overlay: "crates/rmcp-resume-0-15/Cargo.toml",
+    face: "crates/rmcp-0-15/Cargo.toml",
+};
+
 fn manifest(path: PathBuf) -> toml::Table {
     let text =
         std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
@@ -156,8 +161,13 @@ fn overlay_0_16_accepts_every_upstream_0_16_feature_and_forwards_it() {
 }
 
 #[test]
+fn overlay_0_15_accepts_every_upstream_0_15_feature_and_forwards_it() {
+    accepts_every_upstream_feature_and_forwards_it(&LINE_0_15);
+}
+
+#[test]
 fn patch_faces_declare_their_overlays_features() {
-    for line in [LINE_3, LINE_2, LINE_1, LINE_0_17, LINE_0_16] {
+    for line in [LINE_3, LINE_2, LINE_1, LINE_0_17, LINE_0_16, LINE_0_15] {
         assert_eq!(
             features(&ours(line.face)),
             features(&ours(line.overlay)),
@@ -170,7 +180,7 @@ fn patch_faces_declare_their_overlays_features() {
 
 #[test]
 fn patch_faces_carry_upstream_version_and_tag() {
-    for line in [LINE_3, LINE_2, LINE_1, LINE_0_17, LINE_0_16] {
+    for line in [LINE_3, LINE_2, LINE_1, LINE_0_17, LINE_0_16, LINE_0_15] {
         let version = pinned(&ours(line.overlay));
         let face = ours(line.face);
         assert_eq!(face["package"]["name"].as_str(), Some("rmcp"));

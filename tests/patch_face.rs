@@ -1,6 +1,6 @@
 //! Proof (b): each `[patch.crates-io]` face replaces rmcp in an application
-//! that asks for plain `rmcp = "3.11"`, `rmcp = "2.2"`, `rmcp = "1.8"`, `rmcp = "0.17"` or `rmcp = "0.16"`, and it builds
-//! offline.
+//! that asks for plain `rmcp = "3.11"`, `"2.2"`, `"1.8"`, `"0.17"`, `"0.16"`
+//! or `"0.15"`, and it builds offline.
 //!
 //! A face takes upstream from upstream's git tag. Nothing of upstream is
 //! committed here: at test time the rmcp package that cargo already
@@ -63,6 +63,14 @@ const FACE_0_16: Face = Face {
     version: "0.16.0",
     requirement: "0.16",
     fixture: "patch-app-0-16",
+    result: "PATCHED",
+};
+
+const FACE_0_15: Face = Face {
+    dir: "crates/rmcp-0-15",
+    version: "0.15.0",
+    requirement: "0.15",
+    fixture: "patch-app-0-15",
     result: "PATCHED",
 };
 
@@ -335,4 +343,9 @@ fn patch_face_0_17_replaces_crates_io_rmcp_0_17_offline() {
 #[test]
 fn patch_face_0_16_replaces_crates_io_rmcp_0_16_offline() {
     prove(&FACE_0_16);
+}
+
+#[test]
+fn patch_face_0_15_replaces_crates_io_rmcp_0_15_offline() {
+    prove(&FACE_0_15);
 }

@@ -8,5 +8,6 @@ fn main() {
     println!("cargo::rustc-check-cfg=cfg(rmcp_line_2)");
     println!("cargo::rustc-check-cfg=cfg(rmcp_line_0_17)");
     println!("cargo::rustc-check-cfg=cfg(rmcp_line_0_16)");
+    println!("cargo::rustc-check-cfg=cfg(rmcp_line_0_15)");
     println!("cargo::rustc-cfg=rmcp_line_1");
 }

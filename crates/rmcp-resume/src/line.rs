@@ -11,7 +11,9 @@
 //! and `cfg(rmcp_line_0_16)`: 0.16 lacks everything 0.17 lacks, so it is
 //! built as the 0.17 line, and its `cfg(rmcp_line_0_16)` items are only what
 //! 0.16 lacks beside; the least code, since each 0.17 item serves 0.16 as
-//! it is). Each file here gives every line the same small
+//! it is), and against rmcp 0.15 (`rmcp-resume-0-15`: 0.16's three and
+//! `cfg(rmcp_line_0_15)`, built as the 0.16 line the same way). Each file
+//! here gives every line the same small
 //! surface over what one of them lacks, so that the rest of the glue is
 //! written once. Nothing outside this file and `line/` reads a
 //! `cfg(rmcp_line_*)` (`.ci/test` checks it): an item that only one line has
@@ -26,11 +28,14 @@
 //! | `with_event_store!`, `with_event_store_variant!` | the items (and `SessionError`'s variant) of the event-store API | dropped |
 //! | `with_response_limits!`, `with_control_queue!` | the client methods that take limits; the worker's control-queue hooks | dropped |
 //! | `get_session_type!`, `get_session` | `get_stream`'s optional session | 1.8's required session |
-//! | `with_session_store!`, `session_store` | the items of the session store; the config's store | kept, the config's store; 0.17 and 0.16: dropped, never a store |
-//! | `idle_quit`, `sse_event`, `sse_message`, `priming`, `error_request_id`, `is_session_expired` | upstream's spellings | the same; 0.17 and 0.16: what they have instead |
-//! | `delete_and_get_stream!` | the guard's `delete_session` and `get_stream`, with custom headers | the same; 0.16: without (its trait's `GET` and `DELETE` take none) |
-//! | `known_version` | `ProtocolVersion::KNOWN_VERSIONS` | the same; 0.16: its three revisions, matched by name (it has no list) |
-//! | `unknown_version` | none: an unknown revision is refused (`400`) | the same; 0.16: served as 2025-03-26 (upstream 0.16 reads no version header) |
+//! | `with_session_store!`, `session_store` | the items of the session store; the config's store | kept, the config's store; 0.17, 0.16 and 0.15: dropped, never a store |
+//! | `idle_quit`, `sse_event`, `sse_message`, `priming`, `error_request_id`, `is_session_expired` | upstream's spellings | the same; 0.17, 0.16 and 0.15: what they have instead |
+//! | `delete_and_get_stream!` | the guard's `delete_session` and `get_stream`, with custom headers | the same; 0.16 and 0.15: without (their trait's `GET` and `DELETE` take none) |
+//! | `known_version` | `ProtocolVersion::KNOWN_VERSIONS` | the same; 0.16 and 0.15: their three revisions, matched by name (they have no list) |
+//! | `unknown_version` | none: an unknown revision is refused (`400`) | the same; 0.16 and 0.15: served as 2025-03-26 (upstream 0.16 and 0.15 read no version header) |
+//! | `post_message!`, `post` | the guard's `post_message`, and its `POST`, with custom headers | the same; 0.15: without (its trait's `POST` takes none) |
+//! | `HEADER_MCP_PROTOCOL_VERSION` | upstream's constant | the same; 0.15: the header's name (it has no constant) |
+//! | `refuses_credentials` | `AuthRequired` or `InsufficientScope` | the same; 0.15: `AuthRequired` (it has no scope error) |
 //! | `originating_request` | SEP-2260's `OriginatingRequestId` | none (requests go to the standalone stream) |
 //! | `ResponseLimits`, `post`, `get` | the size-limited client calls | the plain calls (1.8 reads events unbounded) |
 

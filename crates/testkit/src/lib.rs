@@ -20,7 +20,7 @@
 //! | [`scenario`] | the cut-call scenario, run the same way on both sides |
 //! | [`shapes`] | [`ShapesServer`](shapes::ShapesServer): the client peer matrix's tools (`quick`, `quiet`, `poll`, `stream`), as the TypeScript and Python peers offer them |
 //! | [`soak`] | the churn soak (streamed calls, bursts, a standalone ticker, random cuts), tallied the same way on both sides |
-//! | `store` | a session store in memory, for restores (not on 0.17 or 0.16, which have no session store) |
+//! | `store` | a session store in memory, for restores (not on 0.17, 0.16 or 0.15, which have no session store) |
 //! | [`wedge`] | a session manager whose resumes fail while the session lives (the bug report's condition) |
 //! | [`wire`] | a client transport that notes progress notifications in arrival order, duplicates included |
 
@@ -45,7 +45,7 @@ pub mod scenario;
 pub mod server;
 pub mod shapes;
 pub mod soak;
-// 0.17 (and so 0.16, built as 0.17) has no session store.
+// 0.17 (and so 0.16 and 0.15, built as 0.17) has no session store.
 #[cfg(not(rmcp_line_0_17))]
 pub mod store;
 pub mod wedge;

@@ -114,3 +114,22 @@ pub fn server_config(
         ..Default::default()
     };
 }
+
+/// A `tools/call`'s params: `name`, `arguments`, and (but on 0.15) the
+/// progress token `token` in `_meta`. Upstream 0.15 writes a request's own
+/// progress token beside the params' `_meta`, so params carrying one go out
+/// with `_meta` twice, which servers refuse (`415`; 0.16 merged them); on
+/// 0.15 the call keeps the token its peer gives every request.
+pub fn call_params(name: &str, arguments: serde_json::Value, token: &str) -> serde_json::Value {
+    #[cfg(not(rmcp_line_0_15))]
+    return serde_json::json!({
+        "name": name,
+        "arguments": arguments,
+        "_meta": { "progressToken": token }
+    });
+    #[cfg(rmcp_line_0_15)]
+    {
+        let _ = token;
+        serde_json::json!({ "name": name, "arguments": arguments })
+    }
+}

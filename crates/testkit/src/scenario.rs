@@ -149,11 +149,11 @@ pub fn first_text(result: &CallToolResult) -> Option<String> {
 
 /// `tools/call tool {count}` with a progress token.
 pub fn call(tool: &str, count: u32) -> anyhow::Result<CallToolRequestParams> {
-    Ok(serde_json::from_value(json!({
-        "name": tool,
-        "arguments": { "count": count },
-        "_meta": { "progressToken": "p" }
-    }))?)
+    Ok(serde_json::from_value(crate::line::call_params(
+        tool,
+        json!({ "count": count }),
+        "p",
+    ))?)
 }
 
 /// How a cut call ended within the watch.

@@ -6,7 +6,7 @@ fn versions_match_the_manifest() {
     // `rmcp = "=3.11.0"` pins are patched too.
     match PACKAGE {
         "rmcp-resume" | "rmcp-resume-1" | "rmcp-resume-2" | "rmcp-resume-0-17"
-        | "rmcp-resume-0-16" => {
+        | "rmcp-resume-0-16" | "rmcp-resume-0-15" => {
             assert_eq!(FORK_VERSION, env!("CARGO_PKG_VERSION"))
         }
         "rmcp" => assert_eq!(UPSTREAM_VERSION, env!("CARGO_PKG_VERSION")),

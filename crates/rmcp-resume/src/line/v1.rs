@@ -18,6 +18,12 @@
 //! headers of the client's `GET` and `DELETE`, the list of known revisions
 //! (and a version's name as text), and the server's refusal of a revision it
 //! does not know.
+//!
+//! The 0.15 line is the 0.16 line the same way (`cfg(rmcp_line_0_15)` on top
+//! of 0.16's three): 0.15 lacks all that 0.16 lacks, and beside that the
+//! custom headers of the client's `POST` (and the config field that holds
+//! them), the `MCP-Protocol-Version` header's name, and the client's error for
+//! an insufficient scope.
 
 /// The upstream release this line overlays.
 #[cfg(not(any(rmcp_line_2, rmcp_line_0_17)))]
@@ -28,8 +34,36 @@ pub(crate) const UPSTREAM_VERSION: &str = "1.8.0";
 pub(crate) const UPSTREAM_VERSION: &str = "0.17.0";
 
 /// The upstream release this line overlays.
-#[cfg(rmcp_line_0_16)]
+#[cfg(all(rmcp_line_0_16, not(rmcp_line_0_15)))]
 pub(crate) const UPSTREAM_VERSION: &str = "0.16.0";
+
+/// The upstream release this line overlays.
+#[cfg(rmcp_line_0_15)]
+pub(crate) const UPSTREAM_VERSION: &str = "0.15.0";
+
+/// The header that names a request's revision.
+#[cfg(all(
+    any(feature = "client", feature = "server"),
+    any(
+        feature = "transport-streamable-http-client",
+        feature = "transport-streamable-http-server"
+    ),
+    not(rmcp_line_0_15)
+))]
+pub(crate) use crate::transport::common::http_header::HEADER_MCP_PROTOCOL_VERSION;
+
+/// The header that names a request's revision: 0.15 has no constant for it
+/// (its client sends none, its server reads none), but the fork's server
+/// reads it and its client's guard looks for it among the custom headers.
+#[cfg(all(
+    any(feature = "client", feature = "server"),
+    any(
+        feature = "transport-streamable-http-client",
+        feature = "transport-streamable-http-server"
+    ),
+    rmcp_line_0_15
+))]
+pub(crate) const HEADER_MCP_PROTOCOL_VERSION: &str = "MCP-Protocol-Version";
 
 /// The upstream release this line overlays.
 #[cfg(rmcp_line_2)]
@@ -463,6 +497,74 @@ mod client {
     }
     pub(crate) use delete_and_get_stream;
 
+    /// The guard's `StreamableHttpClient::post_message` (to
+    /// `ResumeGuard::post_default`), as upstream's trait declares it: with
+    /// the custom headers.
+    #[cfg(not(rmcp_line_0_15))]
+    macro_rules! post_message {
+        () => {
+            fn post_message(
+                &self,
+                endpoint: std::sync::Arc<str>,
+                msg: crate::model::ClientJsonRpcMessage,
+                sid: Option<std::sync::Arc<str>>,
+                bearer: Option<String>,
+                headers: std::collections::HashMap<http::HeaderName, http::HeaderValue>,
+            ) -> impl Future<
+                Output = Result<
+                    crate::transport::streamable_http_client::StreamableHttpPostResponse,
+                    crate::transport::streamable_http_client::StreamableHttpError<Self::Error>,
+                >,
+            > + Send
+            + '_ {
+                self.post_default(endpoint, msg, sid, bearer, headers)
+            }
+        };
+    }
+    /// 0.15's `post_message` takes no custom headers (nor does its config
+    /// hold any): the guard posts with none, as upstream 0.15's client does.
+    #[cfg(rmcp_line_0_15)]
+    macro_rules! post_message {
+        () => {
+            fn post_message(
+                &self,
+                endpoint: std::sync::Arc<str>,
+                msg: crate::model::ClientJsonRpcMessage,
+                sid: Option<std::sync::Arc<str>>,
+                bearer: Option<String>,
+            ) -> impl Future<
+                Output = Result<
+                    crate::transport::streamable_http_client::StreamableHttpPostResponse,
+                    crate::transport::streamable_http_client::StreamableHttpError<Self::Error>,
+                >,
+            > + Send
+            + '_ {
+                self.post_default(endpoint, msg, sid, bearer, Default::default())
+            }
+        };
+    }
+    pub(crate) use post_message;
+
+    /// Whether the server refused the client's credentials: no retry helps.
+    #[cfg(not(rmcp_line_0_15))]
+    pub(crate) fn refuses_credentials<E: std::error::Error + Send + Sync + 'static>(
+        error: &StreamableHttpError<E>,
+    ) -> bool {
+        matches!(
+            error,
+            StreamableHttpError::AuthRequired(_) | StreamableHttpError::InsufficientScope(_)
+        )
+    }
+
+    /// 0.15's client has no error for an insufficient scope; a `403` is
+    /// read from the status instead.
+    #[cfg(rmcp_line_0_15)]
+    pub(crate) fn refuses_credentials<E: std::error::Error + Send + Sync + 'static>(
+        error: &StreamableHttpError<E>,
+    ) -> bool {
+        matches!(error, StreamableHttpError::AuthRequired(_))
+    }
+
     /// The session of a `get_stream` call.
     pub(crate) fn get_session(session: Arc<str>) -> Option<Arc<str>> {
         Some(session)
@@ -523,7 +625,38 @@ mod client {
     ) -> impl Future<Output = Result<StreamableHttpPostResponse, StreamableHttpError<C::Error>>>
     + Send
     + '_ {
+        post_with_headers(client, endpoint, message, session, bearer, headers)
+    }
+
+    /// A `POST`, with the custom headers.
+    #[cfg(not(rmcp_line_0_15))]
+    fn post_with_headers<C: StreamableHttpClient>(
+        client: &C,
+        endpoint: Arc<str>,
+        message: ClientJsonRpcMessage,
+        session: Option<Arc<str>>,
+        bearer: Option<String>,
+        headers: HashMap<HeaderName, HeaderValue>,
+    ) -> impl Future<Output = Result<StreamableHttpPostResponse, StreamableHttpError<C::Error>>>
+    + Send
+    + '_ {
         client.post_message(endpoint, message, session, bearer, headers)
+    }
+
+    /// 0.15's `POST` takes no custom headers; it sends none, as upstream
+    /// 0.15's client does.
+    #[cfg(rmcp_line_0_15)]
+    fn post_with_headers<C: StreamableHttpClient>(
+        client: &C,
+        endpoint: Arc<str>,
+        message: ClientJsonRpcMessage,
+        session: Option<Arc<str>>,
+        bearer: Option<String>,
+        _headers: HashMap<HeaderName, HeaderValue>,
+    ) -> impl Future<Output = Result<StreamableHttpPostResponse, StreamableHttpError<C::Error>>>
+    + Send
+    + '_ {
+        client.post_message(endpoint, message, session, bearer)
     }
 
     /// The GET. Without a session 1.8's client cannot send one (a stateless

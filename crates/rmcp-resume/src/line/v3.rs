@@ -35,6 +35,16 @@ pub(crate) fn known_version(text: &str) -> Option<crate::model::ProtocolVersion>
         .cloned()
 }
 
+/// The header that names a request's revision.
+#[cfg(all(
+    any(feature = "client", feature = "server"),
+    any(
+        feature = "transport-streamable-http-client",
+        feature = "transport-streamable-http-server"
+    )
+))]
+pub(crate) use crate::transport::common::http_header::HEADER_MCP_PROTOCOL_VERSION;
+
 /// What a request naming a revision this line does not know speaks: none,
 /// it is refused (`400`), as upstream refuses it.
 #[cfg(all(
@@ -347,6 +357,41 @@ mod client {
         };
     }
     pub(crate) use delete_and_get_stream;
+
+    /// The guard's `StreamableHttpClient::post_message` (to
+    /// `ResumeGuard::post_default`), as upstream's trait declares it: with
+    /// the custom headers.
+    macro_rules! post_message {
+        () => {
+            fn post_message(
+                &self,
+                endpoint: std::sync::Arc<str>,
+                msg: crate::model::ClientJsonRpcMessage,
+                sid: Option<std::sync::Arc<str>>,
+                bearer: Option<String>,
+                headers: std::collections::HashMap<http::HeaderName, http::HeaderValue>,
+            ) -> impl Future<
+                Output = Result<
+                    crate::transport::streamable_http_client::StreamableHttpPostResponse,
+                    crate::transport::streamable_http_client::StreamableHttpError<Self::Error>,
+                >,
+            > + Send
+            + '_ {
+                self.post_default(endpoint, msg, sid, bearer, headers)
+            }
+        };
+    }
+    pub(crate) use post_message;
+
+    /// Whether the server refused the client's credentials: no retry helps.
+    pub(crate) fn refuses_credentials<E: std::error::Error + Send + Sync + 'static>(
+        error: &StreamableHttpError<E>,
+    ) -> bool {
+        matches!(
+            error,
+            StreamableHttpError::AuthRequired(_) | StreamableHttpError::InsufficientScope(_)
+        )
+    }
 
     /// The session of a `get_stream` call.
     pub(crate) fn get_session(session: Option<Arc<str>>) -> Option<Arc<str>> {

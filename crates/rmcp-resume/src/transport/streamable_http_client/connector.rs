@@ -60,9 +60,8 @@ impl<C: StreamableHttpClient> SseReconnect for GetConnector<C> {
 
     fn classify(&self, error: &Self::Error) -> ReconnectDisposition {
         match error {
-            StreamableHttpError::ServerDoesNotSupportSse
-            | StreamableHttpError::AuthRequired(_)
-            | StreamableHttpError::InsufficientScope(_) => ReconnectDisposition::Terminate,
+            StreamableHttpError::ServerDoesNotSupportSse => ReconnectDisposition::Terminate,
+            refused if crate::line::refuses_credentials(refused) => ReconnectDisposition::Terminate,
             // 204 and friends: nothing follows the cursor.
             StreamableHttpError::UnexpectedContentType(None) => {
                 ReconnectDisposition::CursorRejected

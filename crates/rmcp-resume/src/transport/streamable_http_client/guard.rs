@@ -11,6 +11,7 @@ use sse_stream::Sse;
 
 use super::connector::{GetConnector, lost_in_transit, opening_retryable};
 use super::{SseError, StreamableHttpClient, StreamableHttpError, StreamableHttpPostResponse};
+use crate::line::HEADER_MCP_PROTOCOL_VERSION;
 use crate::line::{self, ResponseLimits};
 use crate::model::{
     ClientJsonRpcMessage, ClientNotification, ClientRequest, JsonRpcMessage, RequestId,
@@ -20,7 +21,6 @@ use crate::transport::common::client_side_sse::{
     resuming_sse_frames,
 };
 use crate::transport::common::client_side_sse::{Policy, RESUME_FAILED_CODE, ResumeFailure};
-use crate::transport::common::http_header::HEADER_MCP_PROTOCOL_VERSION;
 use rmcp_resume_core::reconnect::resend_handshake;
 
 /// Why a request failed because its stream could not be resumed, or `None`
@@ -352,6 +352,26 @@ impl<C: StreamableHttpClient> ResumeGuard<C> {
         response
     }
 
+    /// A `POST` under the default response limits (upstream's
+    /// `post_message`).
+    pub(crate) fn post_default(
+        &self,
+        endpoint: Arc<str>,
+        msg: ClientJsonRpcMessage,
+        sid: Option<Arc<str>>,
+        bearer: Option<String>,
+        headers: HashMap<HeaderName, HeaderValue>,
+    ) -> impl Future<Output = PostResult<C::Error>> + Send + '_ {
+        self.post_guarded(
+            endpoint,
+            msg,
+            sid,
+            bearer,
+            headers,
+            ResponseLimits::default(),
+        )
+    }
+
     /// A `GET` under the default response limits (upstream's `get_stream`).
     pub(crate) fn get_default(
         &self,
@@ -458,23 +478,8 @@ impl<C: StreamableHttpClient> ResumeGuard<C> {
 impl<C: StreamableHttpClient> StreamableHttpClient for ResumeGuard<C> {
     type Error = C::Error;
 
-    fn post_message(
-        &self,
-        endpoint: Arc<str>,
-        msg: ClientJsonRpcMessage,
-        sid: Option<Arc<str>>,
-        bearer: Option<String>,
-        headers: HashMap<HeaderName, HeaderValue>,
-    ) -> impl Future<Output = PostResult<Self::Error>> + Send + '_ {
-        self.post_guarded(
-            endpoint,
-            msg,
-            sid,
-            bearer,
-            headers,
-            ResponseLimits::default(),
-        )
-    }
+    // `post_message`, to `post_default`: its parameters differ per line.
+    crate::line::post_message!();
 
     crate::line::with_response_limits! {
         fn post_message_with_max_sse_event_size(

@@ -1,9 +1,8 @@
 //! What the fork reads from a `GET`'s headers.
 
+use crate::line::HEADER_MCP_PROTOCOL_VERSION;
 use crate::model::ProtocolVersion;
-use crate::transport::common::http_header::{
-    EVENT_STREAM_MIME_TYPE, HEADER_MCP_PROTOCOL_VERSION, HEADER_SESSION_ID,
-};
+use crate::transport::common::http_header::{EVENT_STREAM_MIME_TYPE, HEADER_SESSION_ID};
 use crate::transport::common::server_side_http::SessionId;
 
 /// The `Mcp-Session-Id` a request names, if it is text.

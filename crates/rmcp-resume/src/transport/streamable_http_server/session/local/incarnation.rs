@@ -2,7 +2,7 @@
 
 /// Which life of a session a worker runs.
 // Only `restore_session` builds the later lives, and a line whose upstream
-// has no session store (0.17, 0.16) has no `restore_session`.
+// has no session store (0.17, 0.16, 0.15) has no `restore_session`.
 #[allow(dead_code)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Incarnation {
