@@ -553,11 +553,12 @@ pub async fn run_client(
     for (n, call) in plan.calls.iter().enumerate() {
         // rmcp's client replaces the token with one of its own; the log
         // tells this call's values by when they came.
-        let params: CallToolRequestParams = match serde_json::from_value(json!({
-            "name": call.tool,
-            "arguments": call.args,
-            "_meta": { "progressToken": format!("{}-{}", call.tool, n + 1) },
-        })) {
+        let token = format!("{}-{}", call.tool, n + 1);
+        let params: CallToolRequestParams = match serde_json::from_value(crate::line::call_params(
+            call.tool,
+            call.args.clone(),
+            &token,
+        )) {
             Ok(params) => params,
             Err(e) => return ClientRecord::failed(client, Outcome::Error, format!("params: {e}")),
         };
