@@ -25,6 +25,12 @@
 //! Results go to `target/bench-report/harness.json`; `benches/report.py`
 //! turns them and criterion's estimates into docs/benchmarks.md's table and chart.
 //! `-- --only NAME` runs one section; `-- --quick` shrinks every section.
+//!
+//! `-- --guard FLOOR` is CI's regression guard: the quick `latency`,
+//! `throughput` and `allocations` sections, three times, each figure as a
+//! fork/upstream ratio oriented so that higher is better (the median of the
+//! three), and a non-zero exit when one is below `FLOOR`. It writes
+//! nothing; the real figures stay with the bench.
 
 use std::io::{BufRead, Write};
 use std::sync::Arc;
@@ -642,6 +648,15 @@ fn main() -> AnyResult<()> {
         let budget = args.get(i + 2).and_then(|b| b.parse().ok());
         return runtime.block_on(serve_alone(&side, budget));
     }
+    if let Some(i) = args.iter().position(|a| a == "--guard") {
+        let floor = args
+            .get(i + 1)
+            .and_then(|f| f.parse::<f64>().ok())
+            .ok_or_else(|| anyhow::anyhow!("--guard needs a floor, e.g. --guard 0.85"))?;
+        let ratios = runtime.block_on(guard_medians(GUARD_RUNS))?;
+        runtime.shutdown_timeout(Duration::from_secs(1));
+        return guard_verdict(&ratios, floor);
+    }
     let warns = Arc::new(AtomicUsize::new(0));
     tracing::subscriber::set_global_default(
         tracing_subscriber::registry().with(WarnCounter(warns.clone())),
@@ -704,5 +719,78 @@ fn main() -> AnyResult<()> {
     // Upstream sessions blocked by the stalled-reader section never end on
     // their own; do not wait for them.
     runtime.shutdown_timeout(Duration::from_secs(1));
+    Ok(())
+}
+
+/// Quick runs the guard takes the median of: one quick run's ratios spread
+/// by about ±0.07 on 2 shared cores, the median of three by less.
+const GUARD_RUNS: usize = 3;
+
+/// The median, figure by figure, of `runs` runs of [`guard_ratios`].
+async fn guard_medians(runs: usize) -> AnyResult<Vec<(String, f64)>> {
+    let mut all: Vec<Vec<(String, f64)>> = Vec::with_capacity(runs);
+    for _ in 0..runs {
+        all.push(guard_ratios().await?);
+    }
+    let first = all.first().cloned().unwrap_or_default();
+    Ok(first
+        .into_iter()
+        .enumerate()
+        .map(|(i, (name, _))| {
+            let mut values: Vec<f64> = all.iter().map(|run| run[i].1).collect();
+            values.sort_by(f64::total_cmp);
+            (name, values[values.len() / 2])
+        })
+        .collect())
+}
+
+/// The ordinary-path figures of one quick interleaved run, each as a
+/// fork/upstream ratio that is higher when the fork is better.
+async fn guard_ratios() -> AnyResult<Vec<(String, f64)>> {
+    let figure = |v: &Value, path: &[&str]| -> AnyResult<f64> {
+        path.iter()
+            .try_fold(v, |v, key| v.get(key))
+            .and_then(Value::as_f64)
+            .ok_or_else(|| anyhow::anyhow!("no figure at {}", path.join("/")))
+    };
+    let mut ratios = Vec::new();
+    let latency = latency(true).await?;
+    ratios.push((
+        "round trip p50 (upstream / fork)".to_owned(),
+        figure(&latency, &["upstream", "p50_us"])? / figure(&latency, &["fork", "p50_us"])?,
+    ));
+    let throughput = throughput(true).await?;
+    for k in ["1", "16", "64"] {
+        ratios.push((
+            format!("calls/s, {k} clients (fork / upstream)"),
+            figure(&throughput, &[k, "fork", "calls_per_s"])?
+                / figure(&throughput, &[k, "upstream", "calls_per_s"])?,
+        ));
+    }
+    let allocations = allocations(true).await?;
+    ratios.push((
+        "allocations per call (upstream / fork)".to_owned(),
+        figure(&allocations, &["server-upstream/client-upstream"])?
+            / figure(&allocations, &["server-fork/client-fork"])?,
+    ));
+    Ok(ratios)
+}
+
+/// Prints each ratio against `floor`; an error names those below it.
+fn guard_verdict(ratios: &[(String, f64)], floor: f64) -> AnyResult<()> {
+    let mut below = Vec::new();
+    for (name, ratio) in ratios {
+        let verdict = if *ratio >= floor { "ok" } else { "BELOW" };
+        println!("{ratio:>6.2}  {verdict:<5}  {name}");
+        if *ratio < floor {
+            below.push(format!("{name} {ratio:.2}"));
+        }
+    }
+    anyhow::ensure!(
+        below.is_empty(),
+        "performance guard: below the floor {floor}: {}",
+        below.join(", ")
+    );
+    println!("performance guard: every ratio at or above {floor}");
     Ok(())
 }
