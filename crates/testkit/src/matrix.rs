@@ -683,6 +683,7 @@ pub fn judge(shape: &'static str, fork: ClientRecord, upstream: ClientRecord) ->
 pub struct RowServer {
     /// Where it listens.
     pub addr: SocketAddr,
+    pid: Option<u32>,
     _keep: Box<dyn Any + Send + Sync>,
 }
 
@@ -691,8 +692,14 @@ impl RowServer {
     pub fn new(addr: SocketAddr, keep: impl Any + Send + Sync) -> Self {
         Self {
             addr,
+            pid: None,
             _keep: Box::new(keep),
         }
+    }
+
+    /// The server's process, when it runs in one of its own.
+    pub fn pid(&self) -> Option<u32> {
+        self.pid
     }
 }
 
@@ -712,6 +719,7 @@ pub async fn spawn_peer(program: &Path, script: &Path, args: &[&str]) -> anyhow:
         .stdout
         .take()
         .ok_or_else(|| anyhow::anyhow!("no stdout"))?;
+    let pid = child.id();
     let mut lines = tokio::io::BufReader::new(stdout).lines();
     let line = tokio::time::timeout(Duration::from_secs(30), lines.next_line())
         .await
@@ -723,10 +731,9 @@ pub async fn spawn_peer(program: &Path, script: &Path, args: &[&str]) -> anyhow:
         .ok_or_else(|| anyhow::anyhow!("unexpected first line {line:?}"))?;
     // Whatever else it prints is read, so it never blocks on a full pipe.
     tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-    Ok(RowServer::new(
-        SocketAddr::from(([127, 0, 0, 1], port)),
-        Mutex::new(child),
-    ))
+    let mut server = RowServer::new(SocketAddr::from(([127, 0, 0, 1], port)), Mutex::new(child));
+    server.pid = pid;
+    Ok(server)
 }
 
 /// Writes `record` as `dir/<row>.json`.
