@@ -9,6 +9,9 @@
 //! - `calls/s`: `tools/call` round trips with 1, 16 and 64 concurrent
 //!   clients, each with its own session.
 //!
+//! The shared log runs twice, on a Redis reached over a Unix socket and on
+//! one reached over 127.0.0.1 TCP.
+//!
 //! Each figure is the median of interleaved rounds; the ratios are against
 //! the in-process log of the same run. Results go to
 //! `target/bench-report/shared_log.json`. `-- --quick` shrinks every section.
@@ -31,16 +34,23 @@ type AnyResult<T> = anyhow::Result<T>;
 enum Backend {
     InProcess,
     Redis,
+    RedisTcp,
     EventStore,
 }
 
 impl Backend {
-    const ALL: [Self; 3] = [Self::InProcess, Self::Redis, Self::EventStore];
+    const ALL: [Self; 4] = [
+        Self::InProcess,
+        Self::Redis,
+        Self::RedisTcp,
+        Self::EventStore,
+    ];
 
     fn name(self) -> &'static str {
         match self {
             Self::InProcess => "in-process log",
-            Self::Redis => "Redis shared log",
+            Self::Redis => "Redis shared log (Unix socket)",
+            Self::RedisTcp => "Redis shared log (127.0.0.1 TCP)",
             Self::EventStore => "upstream EventStore (memory)",
         }
     }
@@ -50,17 +60,19 @@ struct Servers {
     in_process: Served,
     redis_a: Served,
     redis_b: Served,
+    tcp_a: Served,
+    tcp_b: Served,
     store: Served,
 }
 
 const EVENTS: u32 = 2_000;
 
-async fn servers(redis: &RedisServer) -> AnyResult<Servers> {
+async fn servers(redis: &RedisServer, tcp: &RedisServer) -> AnyResult<Servers> {
     let window = 4_096;
     let mut config = RedisLogConfig::default();
     config.window = Window::events(window);
     config.max_stream_bytes = 64 << 20;
-    let shared = |owner: &str| {
+    let shared = |redis: &RedisServer, owner: &str| {
         let owner = owner.to_owned();
         let config = config.clone();
         let url = redis.url();
@@ -77,8 +89,10 @@ async fn servers(redis: &RedisServer) -> AnyResult<Servers> {
     };
     Ok(Servers {
         in_process: base().serve().await?,
-        redis_a: base().shared_log(shared("a").await?).serve().await?,
-        redis_b: base().shared_log(shared("b").await?).serve().await?,
+        redis_a: base().shared_log(shared(redis, "a").await?).serve().await?,
+        redis_b: base().shared_log(shared(redis, "b").await?).serve().await?,
+        tcp_a: base().shared_log(shared(tcp, "a").await?).serve().await?,
+        tcp_b: base().shared_log(shared(tcp, "b").await?).serve().await?,
         store: base()
             .event_store(Arc::new(MemoryEventStore::default()))
             .serve()
@@ -91,6 +105,7 @@ impl Servers {
         match backend {
             Backend::InProcess => &self.in_process.url,
             Backend::Redis => &self.redis_a.url,
+            Backend::RedisTcp => &self.tcp_a.url,
             Backend::EventStore => &self.store.url,
         }
     }
@@ -99,6 +114,7 @@ impl Servers {
     fn resumer(&self, backend: Backend) -> &str {
         match backend {
             Backend::Redis => &self.redis_b.url,
+            Backend::RedisTcp => &self.tcp_b.url,
             other => self.owner(other),
         }
     }
@@ -188,7 +204,22 @@ async fn main() -> AnyResult<()> {
     let rounds = if quick { 3 } else { 7 };
     let window = Duration::from_millis(if quick { 500 } else { 2_000 });
     let redis = RedisServer::start();
-    let servers = servers(&redis).await?;
+    let tcp = RedisServer::start_tcp();
+    let servers = servers(&redis, &tcp).await?;
+    // `--profile-calls N`: only Redis calls/s with N clients for 5 s, for a
+    // profiler attached to this process and to `redis-server`.
+    let args: Vec<String> = std::env::args().collect();
+    if let Some(i) = args.iter().position(|a| a == "--profile-calls") {
+        let clients = args.get(i + 1).and_then(|n| n.parse().ok()).unwrap_or(16);
+        let rate = calls_per_second(
+            servers.owner(Backend::Redis),
+            clients,
+            Duration::from_secs(5),
+        )
+        .await?;
+        println!("{clients} clients: {rate:.0} calls/s on the Redis log");
+        return Ok(());
+    }
 
     let mut per_event: Vec<(Backend, Vec<f64>)> =
         Backend::ALL.iter().map(|b| (*b, Vec::new())).collect();
@@ -206,11 +237,18 @@ async fn main() -> AnyResult<()> {
                 .push(elapsed.as_secs_f64() * 1e6 / f64::from(EVENTS - 1));
         }
     }
+    // Interleaved rounds, each backend's median.
     let mut throughput = Vec::new();
     for clients in [1, 16, 64] {
-        let local = calls_per_second(servers.owner(Backend::InProcess), clients, window).await?;
-        let shared = calls_per_second(servers.owner(Backend::Redis), clients, window).await?;
-        throughput.push((clients, local, shared));
+        let mut rates: [Vec<f64>; 3] = Default::default();
+        for round in 0..rounds {
+            for k in (0..3).map(|k| (k + round) % 3) {
+                let backend = [Backend::InProcess, Backend::Redis, Backend::RedisTcp][k];
+                rates[k].push(calls_per_second(servers.owner(backend), clients, window).await?);
+            }
+        }
+        let [local, unix, tcp] = rates.map(median);
+        throughput.push((clients, local, unix, tcp));
     }
 
     let base_event = median(per_event[0].1.clone());
@@ -231,19 +269,22 @@ async fn main() -> AnyResult<()> {
         rows.push(json!({ "backend": backend.name(), "per_event_us": e, "replay_us": r }));
     }
     println!();
-    println!("| Clients | in-process calls/s | Redis calls/s | ratio |");
-    println!("|---|---|---|---|");
-    for (clients, local, shared) in &throughput {
+    println!(
+        "| Clients | in-process calls/s | Redis (Unix socket) calls/s | ratio | Redis (TCP) calls/s | ratio |"
+    );
+    println!("|---|---|---|---|---|---|");
+    for (clients, local, unix, tcp) in &throughput {
         println!(
-            "| {clients} | {local:.0} | {shared:.0} | {:.2}× |",
-            shared / local
+            "| {clients} | {local:.0} | {unix:.0} | {:.2}× | {tcp:.0} | {:.2}× |",
+            unix / local,
+            tcp / local
         );
     }
     let report = json!({
         "rounds": rounds,
         "events": EVENTS,
         "per_event": rows,
-        "throughput": throughput.iter().map(|(c, l, s)| json!({ "clients": c, "in_process": l, "redis": s })).collect::<Vec<_>>(),
+        "throughput": throughput.iter().map(|(c, l, u, t)| json!({ "clients": c, "in_process": l, "redis_unix": u, "redis_tcp": t })).collect::<Vec<_>>(),
     });
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target/bench-report");
     std::fs::create_dir_all(&dir)?;

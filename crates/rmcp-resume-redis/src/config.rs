@@ -18,8 +18,10 @@ pub struct RedisLogConfig {
     /// How long an owner holds a session without renewing its lease. An
     /// owner that dies is replaced no sooner than this.
     pub lease: Duration,
-    /// How long a session's keys outlive its last write: a session nobody
-    /// uses is forgotten by Redis itself.
+    /// How long a session's keys outlive its owner's last lease renewal
+    /// (a finished call's, its answer): a session nobody uses is forgotten
+    /// by Redis itself. Keep it well above `lease`: the owner renews every
+    /// third of it.
     pub session_ttl: Duration,
     /// How long one blocking read of a live tail waits before it looks at
     /// the lease again.

@@ -54,6 +54,7 @@
 mod config;
 mod connection;
 mod error;
+mod group;
 mod keys;
 pub mod lease;
 mod log;

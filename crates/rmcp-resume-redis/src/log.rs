@@ -3,12 +3,13 @@
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use redis::Value;
+use redis::{ErrorKind, ServerErrorKind, Value};
 use rmcp_resume_core::resumption::{LogView, StreamId, StreamLookup};
 
 use crate::config::{RedisLogConfig, millis};
 use crate::connection::{Backend, Connection};
 use crate::error::RedisLogError;
+use crate::group::GroupCommit;
 use crate::keys::{SessionKeys, first_index, stream_field};
 use crate::lease::{INSTANCE_LOST_ERROR, Lease, LeaseOutcome};
 use crate::scripts::Scripts;
@@ -24,6 +25,8 @@ struct Inner {
     conn: Connection,
     config: RedisLogConfig,
     scripts: Scripts,
+    /// Commits leave in groups, on one Redis (see [`crate::group`]).
+    group: Option<GroupCommit>,
 }
 
 impl std::fmt::Debug for RedisLog {
@@ -68,12 +71,18 @@ impl RedisLog {
 
     async fn on(backend: Backend, config: RedisLogConfig) -> Result<Self, RedisLogError> {
         let conn = backend.shared().await?;
+        let scripts = Scripts::new();
+        let group = match backend {
+            Backend::Single(_) => Some(GroupCommit::start(conn.clone(), scripts.commit.clone())),
+            Backend::Cluster { .. } => None,
+        };
         Ok(Self {
             inner: Arc::new(Inner {
                 backend,
                 conn,
                 config,
-                scripts: Scripts::new(),
+                scripts,
+                group,
             }),
         })
     }
@@ -361,8 +370,10 @@ impl SessionLog {
     ) -> Result<Committed, RedisLogError> {
         let config = &self.log.inner.config;
         let script = &self.log.inner.scripts.commit;
-        let mut invocation = script.key(self.keys.epoch());
-        invocation
+        let mut cmd = redis::cmd("EVALSHA");
+        cmd.arg(script.get_hash())
+            .arg(1)
+            .arg(self.keys.epoch())
             .arg(self.keys.base())
             .arg(lease.epoch)
             .arg(now_millis())
@@ -378,22 +389,35 @@ impl SessionLog {
                     index,
                     data,
                 } => {
-                    let at = index.map_or_else(|| "*".to_owned(), |i| i.to_string());
-                    invocation
-                        .arg("a")
-                        .arg(stream_field(*stream))
-                        .arg(at)
-                        .arg(data.unwrap_or(""));
+                    cmd.arg("a").arg(stream_field(*stream));
+                    match index {
+                        Some(index) => cmd.arg(index),
+                        None => cmd.arg("*"),
+                    };
+                    cmd.arg(data.unwrap_or(""));
                 }
                 Write::Open { stream, request_id } => {
-                    invocation.arg("o").arg(stream).arg(*request_id).arg("");
+                    cmd.arg("o").arg(stream).arg(*request_id).arg("");
                 }
                 Write::Finish { stream } => {
-                    invocation.arg("f").arg(stream).arg("").arg("");
+                    cmd.arg("f").arg(stream).arg("").arg("");
                 }
             }
         }
-        let reply: Vec<i64> = invocation.invoke_async(&mut self.log.conn()).await?;
+        let reply: Vec<i64> = match &self.log.inner.group {
+            Some(group) => redis::from_redis_value(group.query(cmd).await?)
+                .map_err(|error| RedisLogError::Reply(error.to_string()))?,
+            None => {
+                let mut conn = self.log.conn();
+                match cmd.query_async(&mut conn).await {
+                    Err(error) if error.kind() == ErrorKind::Server(ServerErrorKind::NoScript) => {
+                        script.load_async(&mut conn).await?;
+                        cmd.query_async(&mut conn).await?
+                    }
+                    reply => reply?,
+                }
+            }
+        };
         match reply.as_slice() {
             [-4, ..] => Err(RedisLogError::Deleted),
             [-3, ..] => Err(RedisLogError::Lost),

@@ -15,11 +15,28 @@ use std::time::Duration;
 pub struct RedisServer {
     child: Child,
     dir: PathBuf,
+    /// Its TCP port on 127.0.0.1, if it listens on one.
+    port: Option<u16>,
 }
 
 impl RedisServer {
     /// Starts one and returns once it accepts connections (at most 10 s).
     pub fn start() -> Self {
+        Self::launch(None)
+    }
+
+    /// Starts one that also listens on a TCP port of 127.0.0.1 (for
+    /// benches: the port is picked free, then given to Redis, so another
+    /// process could take it in between), and [`url`](Self::url) names it.
+    pub fn start_tcp() -> Self {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map(|a| a.port())
+            .expect("a free port");
+        Self::launch(Some(port))
+    }
+
+    fn launch(port: Option<u16>) -> Self {
         let dir = std::env::temp_dir().join(format!(
             "rmcp-resume-redis-{}-{}",
             std::process::id(),
@@ -27,8 +44,9 @@ impl RedisServer {
         ));
         std::fs::create_dir_all(&dir).expect("temp dir");
         let socket = dir.join("redis.sock");
+        let tcp = port.map_or_else(|| "0".to_owned(), |p| p.to_string());
         let mut child = Command::new(redis_binary())
-            .args(["--port", "0", "--unixsocket"])
+            .args(["--bind", "127.0.0.1", "--port", &tcp, "--unixsocket"])
             .arg(&socket)
             .args(["--save", "", "--appendonly", "no", "--daemonize", "no"])
             .args(["--maxmemory-policy", "noeviction", "--dir"])
@@ -50,12 +68,15 @@ impl RedisServer {
         ready_rx
             .recv_timeout(Duration::from_secs(10))
             .expect("redis-server did not get ready within 10 s");
-        Self { child, dir }
+        Self { child, dir, port }
     }
 
-    /// The URL of its socket.
+    /// Its URL: the TCP port if it has one, else its socket.
     pub fn url(&self) -> String {
-        format!("unix://{}", self.dir.join("redis.sock").display())
+        match self.port {
+            Some(port) => format!("redis://127.0.0.1:{port}"),
+            None => format!("unix://{}", self.dir.join("redis.sock").display()),
+        }
     }
 
     /// Kills it (SIGKILL) and waits for it to be gone.

@@ -21,6 +21,10 @@
 //! | renewal: seeded again | registers the open calls again |
 //! | renewal: anything else | stops |
 //!
+//! A batch of control frames alone (a call's priming event, its opening)
+//! waits up to 5 ms for the next write, usually the call's first message:
+//! a quick call then costs one round trip, not two.
+//!
 //! An answer and its stream's `Finish` travel as one write, so no batch
 //! boundary falls between them: a takeover never adds an error to a call
 //! whose answer Redis already holds.
@@ -45,6 +49,8 @@ const BATCH: usize = 256;
 const MAX_PAUSE: Duration = Duration::from_secs(1);
 /// Request stream numbers reserved at once.
 pub const RESERVE: u64 = 64;
+/// How long a batch of control frames alone waits for a message.
+const LINGER: Duration = Duration::from_millis(5);
 
 /// One write, and the gate it opens once committed.
 #[derive(Debug)]
@@ -54,6 +60,18 @@ struct Pending {
     /// batch.
     finish: Option<u64>,
     gate: Option<(Gate, u64)>,
+}
+
+impl Pending {
+    /// A write that carries no message: a control frame (a call's priming
+    /// event, a retry hint) or a call's opening.
+    fn is_control(&self) -> bool {
+        self.finish.is_none()
+            && matches!(
+                self.op,
+                MirrorOp::Append { data: None, .. } | MirrorOp::Open { .. }
+            )
+    }
 }
 
 /// The worker's end of its session's mirror.
@@ -194,6 +212,16 @@ impl Drop for Mirror {
     }
 }
 
+/// Takes what is queued, up to a batch.
+fn drain(writes: &mut mpsc::UnboundedReceiver<Pending>, batch: &mut Vec<Pending>) {
+    while batch.len() < BATCH {
+        match writes.try_recv() {
+            Ok(write) => batch.push(write),
+            Err(_) => break,
+        }
+    }
+}
+
 /// The mirror task's state.
 struct Task(Arc<Holder>);
 
@@ -217,10 +245,20 @@ impl Task {
                 },
             };
             let mut batch = vec![first];
-            while batch.len() < BATCH {
-                match writes.try_recv() {
-                    Ok(write) => batch.push(write),
-                    Err(_) => break,
+            drain(&mut writes, &mut batch);
+            // A call's stream opens with its priming event, and its first
+            // message (for a quick tool, the answer) follows within the
+            // tool's run: waiting a moment for it commits both in one round
+            // trip instead of two. A priming event carries no message: what
+            // it costs is its arrival, up to `LINGER` later.
+            let linger = tokio::time::Instant::now() + LINGER;
+            while batch.len() < BATCH && batch.iter().all(Pending::is_control) {
+                match tokio::time::timeout_at(linger, writes.recv()).await {
+                    Ok(Some(next)) => {
+                        batch.push(next);
+                        drain(&mut writes, &mut batch);
+                    }
+                    Ok(None) | Err(_) => break,
                 }
             }
             let dropped = match self.commit(&batch).await {

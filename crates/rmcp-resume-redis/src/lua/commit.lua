@@ -11,11 +11,18 @@
 -- {-1, current epoch, 0, 0} when fenced, else {0, index of the last append
 -- (or -1), holes found, then the stream of each append dropped because its
 -- stream was answered}.
+--
+-- Cost: a stream's state is read once per batch and written once, and it is
+-- trimmed once, after the batch's last append to it; the open-call hash is
+-- written once. The result is the one
+-- a trim after every append gives: appends only grow a stream, so the
+-- oldest events a later trim removes include every one an earlier would.
 local base = ARGV[1]
-if redis.call('EXISTS', base .. 'gone') == 1 then
+local guard = redis.call('MGET', base .. 'gone', KEYS[1])
+if guard[1] then
   return {-4, 0, 0, 0}
 end
-local current = tonumber(redis.call('GET', KEYS[1]) or '0')
+local current = tonumber(guard[2] or '0')
 if current == 0 then
   return {-3, 0, 0, 0}
 end
@@ -26,73 +33,107 @@ local now, keep, max = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
 local retention, max_bytes, ttl = tonumber(ARGV[6]), tonumber(ARGV[7]), ARGV[8]
 local open = base .. 'open'
 local last, dropped, holes = -1, {}, 0
+-- The open-call hash's changes, written once at the end: a call opened
+-- and answered in the same batch never touches it.
+local opens, closes = {}, {}
+
+-- The streams this batch touches, in the order it first touches them.
+local states, touched = {}, {}
 
 local function first_index(stream)
   if stream == 's' then return 1 end
   return 0
 end
 
-local function trim(key, head, floor, bytes)
+local function state(stream)
+  local s = states[stream]
+  if s ~= nil then return s end
+  local meta = base .. 'm:' .. stream
+  local fields = redis.call('HMGET', meta, 'head', 'floor', 'bytes', 'finished')
+  s = {
+    meta = meta,
+    key = base .. 'x:' .. stream,
+    -- Redis hands a missing field to Lua as `false`.
+    known = fields[1] ~= false,
+    -- Only a stream with state before this batch can be in the open-call
+    -- hash already.
+    existed = fields[1] ~= false,
+    head = tonumber(fields[1] or first_index(stream)),
+    floor = tonumber(fields[2] or first_index(stream)),
+    bytes = tonumber(fields[3] or '0'),
+    finished = fields[4] == '1',
+    trim = 0,
+    dirty = false,
+  }
+  states[stream] = s
+  touched[#touched + 1] = stream
+  return s
+end
+
+local function trim(s)
   -- Oldest first while the window says so; the newest event always stays,
-  -- and one append evicts a bounded number.
-  local budget = 256
-  while head - floor > 1 and budget > 0 do
-    local oldest = redis.call('XRANGE', key, floor .. '-1', floor .. '-1')[1]
-    if oldest == nil then
-      floor = floor + 1
-    else
-      local count = head - floor
+  -- and one append evicts a bounded number. The oldest event is read only
+  -- when a rule may apply: under `keep` events and the caps, none does.
+  local budget = s.trim
+  while s.head - s.floor > 1 and budget > 0 do
+    local count = s.head - s.floor
+    if count <= keep and count <= max and s.bytes <= max_bytes then
+      break
+    end
+    local oldest = redis.call('XRANGE', s.key, s.floor .. '-1', s.floor .. '-1')[1]
+    if oldest ~= nil then
       local aged = count > keep and tonumber(oldest[2][4]) + retention < now
-      if not (count > max or bytes > max_bytes or aged) then
+      if not (count > max or s.bytes > max_bytes or aged) then
         break
       end
-      redis.call('XDEL', key, oldest[1])
-      bytes = bytes - tonumber(oldest[2][6])
-      floor = floor + 1
+      redis.call('XDEL', s.key, oldest[1])
+      s.bytes = s.bytes - tonumber(oldest[2][6])
     end
+    s.floor = s.floor + 1
     budget = budget - 1
   end
-  return floor, bytes
 end
 
 local function append(stream, at, data)
-  local meta, key = base .. 'm:' .. stream, base .. 'x:' .. stream
-  local fields = redis.call('HMGET', meta, 'head', 'floor', 'bytes', 'finished')
-  local head = tonumber(fields[1] or first_index(stream))
-  if at ~= '*' and tonumber(at) < head then
+  local s = state(stream)
+  if at ~= '*' and tonumber(at) < s.head then
     -- Committed by an earlier try of this batch.
     return
   end
-  if fields[4] == '1' then
+  if s.finished then
     -- A late write behind its stream's answer: nobody can read it, so it
     -- is not kept, and the owner must not send it either.
     dropped[#dropped + 1] = stream
     return
   end
-  local floor = tonumber(fields[2] or first_index(stream))
-  local bytes = tonumber(fields[3] or '0')
-  local index = head
+  local index = s.head
   if at ~= '*' then
     index = tonumber(at)
-    if index > head or fields[1] == nil then
+    if index > s.head or not s.known then
       -- Redis lost events this owner committed (a restart without
       -- persistence, a failover to a lagging replica): what it still holds
       -- of the stream goes, and the floor says where the events start again.
-      if index > floor and (fields[1] ~= nil or index > first_index(stream)) then
+      if index > s.floor and (s.known or index > first_index(stream)) then
         holes = holes + 1
       end
-      redis.call('DEL', key)
-      floor, bytes = index, 0
+      -- A stream's first event at its first index starts a key that never
+      -- held events: stream numbers are never given twice.
+      if s.known or index > first_index(stream) then
+        redis.call('DEL', s.key)
+      end
+      s.floor, s.bytes = index, 0
     end
   end
+  -- Strings from the arguments where they exist: Lua's number formatting
+  -- is a large part of a small script's cost. `w` stays for the scripts of
+  -- earlier releases, whose trim reads it.
+  local id = (at ~= '*' and at or tostring(index)) .. '-1'
   local weight = string.len(data) + 32
-  redis.call('XADD', key, index .. '-1', 'd', data, 't', now, 'w', weight)
-  bytes = bytes + weight
-  head = index + 1
-  floor, bytes = trim(key, head, floor, bytes)
-  redis.call('HSET', meta, 'head', head, 'floor', floor, 'bytes', bytes)
-  redis.call('PEXPIRE', meta, ttl)
-  redis.call('PEXPIRE', key, ttl)
+  redis.call('XADD', s.key, id, 'd', data, 't', ARGV[3], 'w', weight)
+  s.bytes = s.bytes + weight
+  s.head = index + 1
+  s.known, s.dirty = true, true
+  s.trim = s.trim + 256
   last = index
 end
 
@@ -101,27 +142,58 @@ for i = 9, #ARGV, 4 do
   if kind == 'a' then
     append(stream, ARGV[i + 2], ARGV[i + 3])
   elseif kind == 'o' then
-    local meta = base .. 'm:' .. stream
-    if redis.call('HGET', meta, 'finished') ~= '1' then
-      redis.call('HSETNX', meta, 'head', 0)
-      redis.call('HSETNX', meta, 'floor', 0)
-      redis.call('HSET', open, stream, ARGV[i + 2])
-      redis.call('PEXPIRE', meta, ttl)
-      redis.call('PEXPIRE', base .. 'x:' .. stream, ttl)
-      redis.call('PEXPIRE', open, ttl)
+    local s = state(stream)
+    if not s.finished then
+      s.known, s.dirty = true, true
+      opens[stream], closes[stream] = ARGV[i + 2], nil
     end
   elseif kind == 'f' then
-    local meta = base .. 'm:' .. stream
-    redis.call('HSETNX', meta, 'head', 0)
-    redis.call('HSETNX', meta, 'floor', 0)
-    redis.call('HSET', meta, 'finished', 1)
-    -- The events live exactly as long as the state that vouches for them.
-    redis.call('PEXPIRE', meta, ttl)
-    redis.call('PEXPIRE', base .. 'x:' .. stream, ttl)
-    redis.call('HDEL', open, stream)
+    local s = state(stream)
+    s.known, s.dirty, s.finished = true, true, true
+    if opens[stream] ~= nil and not s.existed then
+      -- Opened and answered here: the hash never hears of it.
+      opens[stream] = nil
+    else
+      opens[stream], closes[stream] = nil, true
+    end
   end
 end
-redis.call('PEXPIRE', KEYS[1], ttl)
+
+for _, stream in ipairs(touched) do
+  local s = states[stream]
+  if s.dirty then
+    trim(s)
+    if s.finished then
+      redis.call('HSET', s.meta, 'head', s.head, 'floor', s.floor, 'bytes', s.bytes, 'finished', 1)
+    else
+      redis.call('HSET', s.meta, 'head', s.head, 'floor', s.floor, 'bytes', s.bytes)
+    end
+    -- The events live exactly as long as the state that vouches for them.
+    redis.call('PEXPIRE', s.meta, ttl)
+    redis.call('PEXPIRE', s.key, ttl)
+  end
+end
+local set, unset = {}, {}
+for stream, id in pairs(opens) do
+  set[#set + 1] = stream
+  set[#set + 1] = id
+end
+for stream in pairs(closes) do
+  unset[#unset + 1] = stream
+end
+-- In slices: `unpack` is bounded by Lua's stack (a seeding registers every
+-- open call again in one batch).
+local function each_slice(list, f)
+  for from = 1, #list, 512 do
+    f(unpack(list, from, math.min(from + 511, #list)))
+  end
+end
+if #set > 0 then
+  each_slice(set, function(...) redis.call('HSET', open, ...) end)
+  redis.call('PEXPIRE', open, ttl)
+end
+each_slice(unset, function(...) redis.call('HDEL', open, ...) end)
+-- The session-wide keys are the lease renewal's to keep alive.
 local out = {0, last, holes}
 for _, stream in ipairs(dropped) do
   out[#out + 1] = stream

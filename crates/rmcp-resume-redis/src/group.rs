@@ -1,0 +1,192 @@
+//! Group commit: the commits of every session of an instance go to Redis
+//! together, one pipeline per round trip.
+//!
+//! Each session's mirror has at most one commit outstanding, so a
+//! session's batches stay in order whatever the grouping. While one group
+//! is on the wire, the commits that arrive meanwhile wait and leave as the
+//! next group: under load a round trip carries many sessions' batches, and
+//! Redis wakes once for them, where a command per session would wake it
+//! (and this instance) once per session. Alone, a commit leaves at once.
+//!
+//! | A group's pipeline | Each commit in it gets |
+//! |---|---|
+//! | answered | its own script's reply (a refusal, a fence, a loss: per session) |
+//! | answered `NOSCRIPT` for some (Redis restarted, or flushed its scripts) | the script loaded again, and only those commits sent again (the others ran) |
+//! | failed (unreachable, timed out) | the error: its mirror retries as it does for any failed commit |
+//!
+//! Only on one Redis: on a cluster each session's slot may live on another
+//! node, so commits go one by one, each to its node.
+
+use redis::{Cmd, ErrorKind, RedisError, RedisResult, Script, ServerErrorKind, Value};
+use tokio::sync::{mpsc, oneshot};
+
+use crate::connection::Connection;
+
+/// Commits one group carries at most.
+const GROUP: usize = 512;
+/// Bytes of arguments past which a group takes no more commits, so that a
+/// few large batches do not share one response timeout with many others.
+const GROUP_BYTES: usize = 1 << 20;
+
+/// The instance's end of its committer task.
+pub(crate) struct GroupCommit {
+    jobs: mpsc::UnboundedSender<Job>,
+    /// For commits made after the task ended (its runtime shut down): they
+    /// go one by one, as on a cluster.
+    conn: Connection,
+    script: Script,
+}
+
+impl std::fmt::Debug for GroupCommit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GroupCommit").finish_non_exhaustive()
+    }
+}
+
+#[derive(Debug)]
+struct Job {
+    cmd: Cmd,
+    reply: oneshot::Sender<RedisResult<Value>>,
+}
+
+impl GroupCommit {
+    /// Starts the committer on `conn`; `script` is the one its commands
+    /// call, loaded again when Redis forgot it. The task ends with the last
+    /// handle.
+    pub(crate) fn start(conn: Connection, script: Script) -> Self {
+        let (jobs, rx) = mpsc::unbounded_channel();
+        tokio::spawn(run(conn.clone(), script.clone(), rx));
+        Self { jobs, conn, script }
+    }
+
+    /// Sends `cmd` (an `EVALSHA` of the script) in the next group and
+    /// returns its reply.
+    pub(crate) async fn query(&self, cmd: Cmd) -> RedisResult<Value> {
+        let (reply, answer) = oneshot::channel();
+        match self.jobs.send(Job { cmd, reply }) {
+            Ok(()) => answer.await.map_err(|_| stopped())?,
+            Err(mpsc::error::SendError(job)) => {
+                tracing::debug!("the group committer has ended; committing alone");
+                let mut conn = self.conn.clone();
+                match job.cmd.query_async(&mut conn).await {
+                    Err(error) if error.kind() == ErrorKind::Server(ServerErrorKind::NoScript) => {
+                        self.script.load_async(&mut conn).await?;
+                        job.cmd.query_async(&mut conn).await
+                    }
+                    reply => reply,
+                }
+            }
+        }
+    }
+}
+
+fn stopped() -> RedisError {
+    RedisError::from((ErrorKind::Io, "the group committer stopped"))
+}
+
+fn no_script(reply: &RedisResult<Value>) -> bool {
+    matches!(reply, Err(error) if error.kind() == ErrorKind::Server(ServerErrorKind::NoScript))
+}
+
+async fn run(mut conn: Connection, script: Script, mut rx: mpsc::UnboundedReceiver<Job>) {
+    let mut jobs: Vec<Job> = Vec::with_capacity(GROUP);
+    let mut carry: Option<Job> = None;
+    loop {
+        let first = match carry.take() {
+            Some(job) => job,
+            None => match rx.recv().await {
+                Some(job) => job,
+                None => return,
+            },
+        };
+        let mut bytes = weight(&first);
+        jobs.push(first);
+        while jobs.len() < GROUP && bytes < GROUP_BYTES {
+            match rx.try_recv() {
+                Ok(job) if bytes + weight(&job) > GROUP_BYTES => {
+                    carry = Some(job);
+                    break;
+                }
+                Ok(job) => {
+                    bytes += weight(&job);
+                    jobs.push(job);
+                }
+                Err(_) => break,
+            }
+        }
+        let replies = match send(&mut conn, &jobs).await {
+            Ok(mut each) if each.iter().any(no_script) => {
+                // Scripts are gone only after a restart or a flush: load it
+                // and send again the commits that did not run, only those.
+                match script.load_async(&mut conn).await {
+                    Ok(_) => {
+                        let again: Vec<usize> =
+                            (0..each.len()).filter(|&i| no_script(&each[i])).collect();
+                        let retried: Vec<&Job> = again.iter().map(|&i| &jobs[i]).collect();
+                        match send_each(&mut conn, &retried).await {
+                            Ok(replies) => {
+                                for (i, reply) in again.into_iter().zip(replies) {
+                                    each[i] = reply;
+                                }
+                                Ok(each)
+                            }
+                            Err(error) => Err(error),
+                        }
+                    }
+                    Err(error) => Err(error),
+                }
+            }
+            other => other,
+        };
+        match replies {
+            Ok(each) => {
+                for (job, reply) in jobs.drain(..).zip(each) {
+                    let _ = job.reply.send(reply);
+                }
+            }
+            Err(error) => {
+                for job in jobs.drain(..) {
+                    let _ = job.reply.send(Err(error.clone()));
+                }
+            }
+        }
+    }
+}
+
+/// The bytes a job puts on the wire, about.
+fn weight(job: &Job) -> usize {
+    job.cmd
+        .args_iter()
+        .map(|arg| match arg {
+            redis::Arg::Simple(bytes) => bytes.len(),
+            _ => 0,
+        })
+        .sum()
+}
+
+/// One reply per job, or the error that failed them all.
+async fn send(conn: &mut Connection, jobs: &[Job]) -> RedisResult<Vec<RedisResult<Value>>> {
+    let jobs: Vec<&Job> = jobs.iter().collect();
+    send_each(conn, &jobs).await
+}
+
+async fn send_each(conn: &mut Connection, jobs: &[&Job]) -> RedisResult<Vec<RedisResult<Value>>> {
+    if let [job] = jobs {
+        // Alone: a plain command, with nothing to group.
+        return Ok(vec![job.cmd.query_async::<Value>(conn).await]);
+    }
+    let mut pipe = redis::pipe();
+    pipe.ignore_errors();
+    for job in jobs {
+        pipe.add_command(job.cmd.clone());
+    }
+    let values: Vec<Value> = pipe.query_async(conn).await?;
+    if values.len() != jobs.len() {
+        return Err(RedisError::from((
+            ErrorKind::Client,
+            "a pipeline answered another number of replies",
+            format!("{} for {} commands", values.len(), jobs.len()),
+        )));
+    }
+    Ok(values.into_iter().map(Value::extract_error).collect())
+}
