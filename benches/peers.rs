@@ -14,11 +14,14 @@
 //! - `latency`: p50 and p99 of one client's calls, in interleaved blocks;
 //! - `throughput`: calls/s with 1, 16 and 64 concurrent clients (one
 //!   session each), in interleaved rounds, the median round;
+//! - `replay`: a call that sends 256 progress events, then a resume from
+//!   its first event's id: the time until the 255 events after it arrived
+//!   (raw HTTP, so the timing holds no client's reconnect policy);
 //! - `memory`: resident memory per idle session holding an open standalone
 //!   `GET`, 1,000 sessions, read from the server process's `/proc` status.
 //!
 //! Results go to `target/bench-report/peers.json`. `-- --quick` shrinks
-//! every section.
+//! every section; `-- --only SECTION` runs one.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -28,7 +31,7 @@ use rmcp::RoleClient;
 use rmcp::model::{CallToolRequestParams, ClientConfig};
 use rmcp::service::RunningService;
 use rmcp_resume_testkit::matrix::{self, RowServer};
-use rmcp_resume_testkit::raw::RawSession;
+use rmcp_resume_testkit::raw::{RawSession, SseReader};
 use rmcp_resume_testkit::{Side, TestServer, scenario};
 use serde_json::{Value, json};
 
@@ -211,6 +214,89 @@ async fn throughput(rows: &[Row], quick_run: bool) -> AnyResult<Value> {
     Ok(Value::Object(out))
 }
 
+/// Progress events of the replayed call.
+const REPLAYED: u32 = 256;
+
+/// The progress frames of `frames`.
+fn progress(frames: &[rmcp_resume_testkit::raw::Frame]) -> Vec<&rmcp_resume_testkit::raw::Frame> {
+    frames
+        .iter()
+        .filter(|f| {
+            f.json()
+                .is_some_and(|j| j["method"] == "notifications/progress")
+        })
+        .collect()
+}
+
+/// One replay: a call of `REPLAYED` progress events, then a resume from
+/// the first; the time until the last of the rest arrived.
+async fn replay_once(url: &str) -> AnyResult<Duration> {
+    let mut session = RawSession::open(url).await?;
+    let (_, response) = session
+        .call("quick", json!({ "count": REPLAYED }), true)
+        .await?;
+    let frames = SseReader::new(response).collect().await?;
+    let events = progress(&frames);
+    anyhow::ensure!(
+        events.len() == REPLAYED as usize,
+        "{} progress events",
+        events.len()
+    );
+    let cursor = events
+        .first()
+        .and_then(|f| f.id.clone())
+        .ok_or_else(|| anyhow::anyhow!("the first progress event has no id"))?;
+    let started = Instant::now();
+    let response = session.resume(&cursor).await?;
+    anyhow::ensure!(response.status() == 200, "resume: {}", response.status());
+    let mut reader = SseReader::new(response);
+    let mut seen = 0;
+    // Some servers keep the resumed stream open after the replay: the
+    // clock stops at the last replayed event, not at the stream's end.
+    while seen + 1 < REPLAYED as usize {
+        let frame = tokio::time::timeout(Duration::from_secs(10), reader.next())
+            .await
+            .map_err(|_| anyhow::anyhow!("replay stalled after {seen} events"))??
+            .ok_or_else(|| anyhow::anyhow!("replay ended after {seen} events"))?;
+        if progress(std::slice::from_ref(&frame)).len() == 1 {
+            seen += 1;
+        }
+    }
+    let elapsed = started.elapsed();
+    let _ = session.delete().await;
+    Ok(elapsed)
+}
+
+/// The median replay per row, rounds rotating the rows.
+async fn replay(rows: &[Row], quick_run: bool) -> AnyResult<Value> {
+    let rounds = if quick_run { 3 } else { 9 };
+    let mut samples: Vec<Vec<Duration>> = rows.iter().map(|_| Vec::new()).collect();
+    let mut failures: Vec<Vec<String>> = rows.iter().map(|_| Vec::new()).collect();
+    for round in 0..rounds {
+        for i in (0..rows.len()).map(|i| (i + round) % rows.len()) {
+            match replay_once(&url(&rows[i])).await {
+                Ok(elapsed) => samples[i].push(elapsed),
+                Err(error) => {
+                    eprintln!("peers: replay on {}: {error:#}", rows[i].name);
+                    failures[i].push(format!("{error:#}"));
+                }
+            }
+        }
+    }
+    let mut out = serde_json::Map::new();
+    for (row, mut times) in rows.iter().zip(samples) {
+        times.sort();
+        let value = match times.get(times.len() / 2) {
+            Some(median) => {
+                json!({ "events": REPLAYED - 1, "ms": median.as_secs_f64() * 1e3, "rounds": times.len() })
+            }
+            None => json!({ "events": REPLAYED - 1, "ms": null, "rounds": 0 }),
+        };
+        out.insert(row.name.into(), value);
+    }
+    Ok(Value::Object(out))
+}
+
 /// `VmRSS` of `pid`, in bytes.
 fn rss(pid: u32) -> AnyResult<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
@@ -223,17 +309,6 @@ fn rss(pid: u32) -> AnyResult<u64> {
     Ok(kb * 1024)
 }
 
-/// A session with its standalone `GET` open, held.
-async fn idle_session(
-    http: reqwest::Client,
-    url: String,
-) -> AnyResult<(RawSession, reqwest::Response)> {
-    let session = RawSession::open_with(http, &url).await?;
-    let stream = session.get(None).await?;
-    anyhow::ensure!(stream.status() == 200, "GET: {}", stream.status());
-    Ok((session, stream))
-}
-
 /// Resident bytes per idle session, `sessions` of them, per row.
 async fn memory(rows: &[Row], quick_run: bool) -> AnyResult<Value> {
     let sessions = if quick_run { 200 } else { 1_000 };
@@ -243,25 +318,31 @@ async fn memory(rows: &[Row], quick_run: bool) -> AnyResult<Value> {
             .server
             .pid()
             .ok_or_else(|| anyhow::anyhow!("{} has no process of its own", row.name))?;
-        let http = reqwest::Client::new();
-        let warm = idle_session(http.clone(), url(row)).await?;
-        let before = rss(pid)?;
-        let held: Vec<_> =
-            futures::stream::iter((0..sessions).map(|_| idle_session(http.clone(), url(row))))
-                .buffer_unordered(32)
-                .collect()
-                .await;
-        let held = held.into_iter().collect::<AnyResult<Vec<_>>>()?;
-        let after = rss(pid)?;
-        out.insert(
-            row.name.into(),
-            json!({
-                "sessions": sessions,
-                "bytes_per_session": after.saturating_sub(before) as f64 / sessions as f64,
-            }),
-        );
-        drop(held);
-        drop(warm);
+        let measured = async {
+            let http = reqwest::Client::new();
+            let warm = RawSession::open_idle(http.clone(), &url(row)).await?;
+            let before = rss(pid)?;
+            let held: Vec<_> = futures::stream::iter((0..sessions).map(|_| {
+                let (http, url) = (http.clone(), url(row));
+                async move { RawSession::open_idle(http, &url).await }
+            }))
+            .buffer_unordered(32)
+            .collect()
+            .await;
+            let held = held.into_iter().collect::<AnyResult<Vec<_>>>()?;
+            let after = rss(pid)?;
+            drop(held);
+            drop(warm);
+            AnyResult::Ok(after.saturating_sub(before) as f64 / sessions as f64)
+        };
+        let value = match measured.await {
+            Ok(bytes) => json!({ "sessions": sessions, "bytes_per_session": bytes }),
+            Err(error) => {
+                eprintln!("peers: memory on {}: {error:#}", row.name);
+                json!({ "sessions": sessions, "error": format!("{error:#}") })
+            }
+        };
+        out.insert(row.name.into(), value);
     }
     Ok(Value::Object(out))
 }
@@ -274,19 +355,33 @@ fn main() -> AnyResult<()> {
         return runtime.block_on(serve_alone(&side));
     }
     let quick_run = args.iter().any(|a| a == "--quick");
+    // `--only SECTION` runs one of them.
+    let only = args
+        .iter()
+        .position(|a| a == "--only")
+        .and_then(|i| args.get(i + 1))
+        .cloned();
+    let wanted = |section: &str| only.as_deref().is_none_or(|o| o == section);
     let results = runtime.block_on(async {
         let rows = rows().await?;
-        eprintln!("peers: latency");
-        let latency = latency(&rows, quick_run).await?;
-        eprintln!("peers: throughput at 1/16/64 concurrent clients");
-        let throughput = throughput(&rows, quick_run).await?;
-        eprintln!("peers: memory per idle session");
-        let memory = memory(&rows, quick_run).await?;
-        Ok::<_, anyhow::Error>(json!({
-            "latency": latency,
-            "throughput": throughput,
-            "memory": memory,
-        }))
+        let mut results = serde_json::Map::new();
+        if wanted("latency") {
+            eprintln!("peers: latency");
+            results.insert("latency".into(), latency(&rows, quick_run).await?);
+        }
+        if wanted("throughput") {
+            eprintln!("peers: throughput at 1/16/64 concurrent clients");
+            results.insert("throughput".into(), throughput(&rows, quick_run).await?);
+        }
+        if wanted("replay") {
+            eprintln!("peers: a 256-event replay");
+            results.insert("replay".into(), replay(&rows, quick_run).await?);
+        }
+        if wanted("memory") {
+            eprintln!("peers: memory per idle session");
+            results.insert("memory".into(), memory(&rows, quick_run).await?);
+        }
+        Ok::<_, anyhow::Error>(Value::Object(results))
     })?;
     let dir = repo().join("target/bench-report");
     std::fs::create_dir_all(&dir)?;

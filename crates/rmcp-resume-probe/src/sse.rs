@@ -70,7 +70,7 @@ pub fn parse_block(block: &str) -> Option<Frame> {
 /// Appends `bytes` to `out` with every line ending (`\r\n`, `\r` and
 /// `\n`, all three allowed by SSE) made `\n`. `pending_cr` carries a `\r`
 /// that ended the previous chunk, whose `\n` may start this one.
-fn normalize(pending_cr: &mut bool, bytes: &[u8], out: &mut BytesMut) {
+pub fn normalize(pending_cr: &mut bool, bytes: &[u8], out: &mut BytesMut) {
     let mut rest = bytes;
     if std::mem::take(pending_cr) {
         out.extend_from_slice(b"\n");

@@ -20,12 +20,14 @@ pub const READ_LIMIT: Duration = Duration::from_secs(10);
 
 /// One SSE frame, parsed as the probe parses it.
 pub use rmcp_resume_probe::sse::Frame;
-use rmcp_resume_probe::sse::parse_block;
+use rmcp_resume_probe::sse::{normalize, parse_block};
 
 /// Reads SSE frames from a response body, skipping keep-alive comments.
 pub struct SseReader {
     body: futures::stream::BoxStream<'static, reqwest::Result<bytes::Bytes>>,
     buf: BytesMut,
+    /// A chunk ended in `\r` (see [`normalize`]).
+    pending_cr: bool,
     done: bool,
 }
 
@@ -35,6 +37,7 @@ impl SseReader {
         Self {
             body: response.bytes_stream().boxed(),
             buf: BytesMut::new(),
+            pending_cr: false,
             done: false,
         }
     }
@@ -63,7 +66,8 @@ impl SseReader {
                 Err(_) => anyhow::bail!("no SSE frame within {READ_LIMIT:?}"),
                 Ok(None) => self.done = true,
                 Ok(Some(chunk)) => match chunk {
-                    Ok(bytes) => self.buf.extend_from_slice(&bytes),
+                    // Other SDKs end lines with CRLF, as SSE allows.
+                    Ok(bytes) => normalize(&mut self.pending_cr, &bytes, &mut self.buf),
                     // A reset connection ends the stream as far as a test cares.
                     Err(_) => self.done = true,
                 },
@@ -108,6 +112,19 @@ impl RawSession {
     /// Initializes a session at `url`.
     pub async fn open(url: &str) -> anyhow::Result<Self> {
         Self::open_with(reqwest::Client::new(), url).await
+    }
+
+    /// An idle session at `url`: initialized, its standalone `GET` stream
+    /// open and returned unread (what the memory benches hold by the
+    /// thousand).
+    pub async fn open_idle(
+        http: reqwest::Client,
+        url: &str,
+    ) -> anyhow::Result<(Self, reqwest::Response)> {
+        let session = Self::open_with(http, url).await?;
+        let stream = session.get(None).await?;
+        anyhow::ensure!(stream.status() == 200, "GET: {}", stream.status());
+        Ok((session, stream))
     }
 
     /// Initializes a session at `url` through `http`, whose connection pool
