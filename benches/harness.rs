@@ -26,6 +26,9 @@
 //! turns them and criterion's estimates into docs/benchmarks.md's table and chart.
 //! `-- --only NAME` runs one section; `-- --quick` shrinks every section.
 //!
+//! `-- --drive SIDE URL CALLS` runs one client alone (for the client's
+//! instruction profile, `benches/callgrind/client.sh`).
+//!
 //! `-- --guard FLOOR` is CI's regression guard: the quick `latency`,
 //! `throughput` and `allocations` sections, three times, each figure as a
 //! fork/upstream ratio oriented so that higher is better (the median of the
@@ -287,6 +290,23 @@ async fn serve_alone(side: &str, budget: Option<usize>) -> AnyResult<()> {
     Ok(())
 }
 
+/// `--drive SIDE URL CALLS`: one client of `SIDE` alone in this process,
+/// making `CALLS` sequential `sum` calls on one session, for
+/// `benches/callgrind/client.sh` (the client's instructions per call).
+async fn drive_alone(side: &str, url: &str, calls: usize) -> AnyResult<()> {
+    let side = match side {
+        "upstream" => Side::Upstream,
+        "fork" => Side::Fork,
+        other => anyhow::bail!("unknown side {other}"),
+    };
+    let service = client(side, url).await?;
+    for _ in 0..calls {
+        service.peer().call_tool(sum()?).await?;
+    }
+    service.cancel().await?;
+    Ok(())
+}
+
 /// `VmRSS` and `VmHWM` of `pid`, in bytes.
 fn rss(pid: u32) -> AnyResult<(u64, u64)> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
@@ -303,17 +323,6 @@ fn rss(pid: u32) -> AnyResult<(u64, u64)> {
         Ok(kb * 1024)
     };
     Ok((field("VmRSS:")?, field("VmHWM:")?))
-}
-
-/// Opens a session and its standalone GET stream, and keeps both open.
-async fn idle_session(
-    http: reqwest::Client,
-    url: String,
-) -> AnyResult<(RawSession, reqwest::Response)> {
-    let session = RawSession::open_with(http, &url).await?;
-    let stream = session.get(None).await?;
-    anyhow::ensure!(stream.status() == 200, "GET: {}", stream.status());
-    Ok((session, stream))
 }
 
 /// A server in a child process: the child, its pid and its URL.
@@ -468,7 +477,7 @@ async fn soak(quick: bool) -> AnyResult<Value> {
                 side.name().into(),
                 json!({
                     "calls": t.calls, "whole": t.whole, "duplicated": t.duplicated,
-                    "gapped": t.gapped, "failed": t.failed, "hung": t.hung,
+                    "gapped": t.gapped, "failed": t.failed, "unsent": t.unsent, "hung": t.hung,
                     "ticks_sent": t.ticks_sent, "ticks_lost": t.ticks_lost,
                     "ticks_duplicated": t.ticks_duplicated,
                     "cuts": t.cuts, "resumes": t.resumes,
@@ -481,7 +490,10 @@ async fn soak(quick: bool) -> AnyResult<Value> {
 }
 
 async fn memory_of(side: Side, sessions: usize) -> AnyResult<Value> {
-    let grown = grow(side, None, sessions, 64, idle_session).await?;
+    let grown = grow(side, None, sessions, 64, |http, url| async move {
+        RawSession::open_idle(http, &url).await
+    })
+    .await?;
     Ok(json!({
         "sessions": sessions,
         "baseline_bytes": grown.baseline,
@@ -647,6 +659,15 @@ fn main() -> AnyResult<()> {
         let side = args.get(i + 1).cloned().unwrap_or_default();
         let budget = args.get(i + 2).and_then(|b| b.parse().ok());
         return runtime.block_on(serve_alone(&side, budget));
+    }
+    if let Some(i) = args.iter().position(|a| a == "--drive") {
+        let side = args.get(i + 1).cloned().unwrap_or_default();
+        let url = args.get(i + 2).cloned().unwrap_or_default();
+        let calls = args
+            .get(i + 3)
+            .and_then(|c| c.parse().ok())
+            .ok_or_else(|| anyhow::anyhow!("--drive SIDE URL CALLS: CALLS must be a number"))?;
+        return runtime.block_on(drive_alone(&side, &url, calls));
     }
     if let Some(i) = args.iter().position(|a| a == "--guard") {
         let floor = args

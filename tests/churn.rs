@@ -72,9 +72,18 @@ async fn harsher_cuts_cost_no_silent_gap_duplicate_or_hang() -> anyhow::Result<(
             (0, 0, 0),
             "seed {seed}: {fork:?}"
         );
+        // A cut before the POST's answer leaves nothing to resume (the
+        // client cannot know whether the server got the call): those are
+        // bounded only loosely, as the proxy's timing sets them. Any other
+        // failure (a resume given up, which 20 ms connections may cause now
+        // and then, a worker that quit, an error status) must be rare.
         assert!(
-            fork.failed * 20 <= fork.calls,
-            "seed {seed}: more than 5% failed: {fork:?}"
+            (fork.failed - fork.unsent) * 20 <= fork.calls,
+            "seed {seed}: more than 5% failed after their stream began: {fork:?}"
+        );
+        assert!(
+            fork.failed * 8 <= fork.calls,
+            "seed {seed}: more than 12.5% failed, POSTs cut in transit included: {fork:?}"
         );
         assert_eq!(fork.ticks_duplicated, 0, "seed {seed}: {fork:?}");
     }

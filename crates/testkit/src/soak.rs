@@ -78,8 +78,14 @@ pub struct Tally {
     pub duplicated: usize,
     /// Answered, with some progress value missing and no error: a silent gap.
     pub gapped: usize,
-    /// Failed with an error.
+    /// Failed with an error (counting [`unsent`](Self::unsent)).
     pub failed: usize,
+    /// Of those, calls whose `POST` got no answer at all (the HTTP client
+    /// failed with no status): the cut came before any answer, so there is
+    /// no stream to resume and the client cannot know whether the server got
+    /// the call. No resumption can save these; the proxy's timing, not the
+    /// client, sets how many there are.
+    pub unsent: usize,
     /// Still pending at the call limit.
     pub hung: usize,
     /// Ticks the server sent.
@@ -101,6 +107,7 @@ impl Tally {
         self.duplicated += other.duplicated;
         self.gapped += other.gapped;
         self.failed += other.failed;
+        self.unsent += other.unsent;
         self.hung += other.hung;
         self.ticks_sent += other.ticks_sent;
         self.ticks_lost += other.ticks_lost;
@@ -125,6 +132,7 @@ enum Call {
     Duplicated,
     Gapped,
     Failed,
+    Unsent,
     Hung,
 }
 
@@ -160,6 +168,33 @@ pub async fn run(side: Side, seed: u64, shape: Shape) -> anyhow::Result<Tally> {
     tally.cuts = proxy.cuts();
     tally.resumes = proxy.resumes();
     Ok(tally)
+}
+
+/// Whether a call failed because its `POST` got no answer at all: the
+/// transport's send failed and, somewhere in its causes, the HTTP client
+/// failed with no status (a connection refused, reset or closed before the
+/// answer). A worker that quit, an HTTP error status or a session the server
+/// lost are other failures.
+fn lost_in_transit(error: &rmcp::service::ServiceError) -> bool {
+    if !matches!(error, rmcp::service::ServiceError::TransportSend(_)) {
+        return false;
+    }
+    use rmcp::transport::streamable_http_client::StreamableHttpError;
+    // The transport's error names the HTTP client's as its `Client` variant,
+    // not as its source: look for either along the chain.
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(error);
+    while let Some(now) = cause {
+        if let Some(StreamableHttpError::Client(http)) =
+            now.downcast_ref::<StreamableHttpError<reqwest::Error>>()
+        {
+            return http.status().is_none();
+        }
+        if let Some(http) = now.downcast_ref::<reqwest::Error>() {
+            return http.status().is_none();
+        }
+        cause = now.source();
+    }
+    false
 }
 
 async fn client(side: Side, url: String, shape: Shape) -> anyhow::Result<Tally> {
@@ -228,7 +263,16 @@ async fn client(side: Side, url: String, shape: Shape) -> anyhow::Result<Tally> 
             tokio::time::timeout(shape.call_limit, service.peer().call_tool(params)).await;
         let ended = match outcome {
             Err(_) => Call::Hung,
-            Ok(Err(_)) => Call::Failed,
+            Ok(Err(error)) => {
+                // Say which error, so a run that fails more than it should
+                // can be read.
+                eprintln!("{side:?} call {call} ({count} steps) failed: {error}");
+                if lost_in_transit(&error) {
+                    Call::Unsent
+                } else {
+                    Call::Failed
+                }
+            }
             Ok(Ok(_)) => {
                 // Handlers run in tasks of their own: wait for the count.
                 let seen = recorder.until(count as usize, Duration::from_secs(5)).await;
@@ -241,6 +285,10 @@ async fn client(side: Side, url: String, shape: Shape) -> anyhow::Result<Tally> 
             Call::Duplicated => tally.duplicated += 1,
             Call::Gapped => tally.gapped += 1,
             Call::Failed => tally.failed += 1,
+            Call::Unsent => {
+                tally.failed += 1;
+                tally.unsent += 1;
+            }
             Call::Hung => tally.hung += 1,
         }
     }
