@@ -12,21 +12,8 @@
 # function-by-function difference go to target/callgrind/.
 set -euo pipefail
 calls="${1:-1000}"
-repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-here="$repo/benches/callgrind"
-out="$repo/target/callgrind"
-mkdir -p "$out"
-command -v valgrind >/dev/null || { echo "callgrind: valgrind is not installed (Debian: valgrind)" >&2; exit 2; }
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
-harness=$(cd "$repo" && cargo bench -j2 --bench harness --no-run --message-format=json 2>/dev/null \
-  | python3 -c 'import json,sys
-for line in sys.stdin:
-    m = json.loads(line)
-    if m.get("reason") == "compiler-artifact" and m["target"]["name"] == "harness" and m.get("executable"):
-        print(m["executable"])')
-[[ -x "$harness" ]] || { echo "callgrind: could not build the harness bench" >&2; exit 1; }
-
-total() { sed -n 's/^==[0-9]*== Collected : \([0-9]*\)$/\1/p' "$1"; }
 declare -A per_call
 for side in fork upstream; do
   for n in 0 "$calls"; do

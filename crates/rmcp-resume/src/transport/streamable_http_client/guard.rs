@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use futures::stream::BoxStream;
-use futures::{Stream, StreamExt};
+use futures::{FutureExt, Stream, StreamExt};
 use http::{HeaderName, HeaderValue};
 use sse_stream::Sse;
 
@@ -275,7 +275,8 @@ impl<C: StreamableHttpClient> ResumeGuard<C> {
         let resumable = speaks_resumable_revision(&headers);
         let request = request_id(&msg).filter(|_| !is_subscription(&msg));
         let event_limit = line::event_limit(&limits);
-        let handshake = is_handshake(&msg).then(|| msg.clone());
+        // Boxed, as the resend below: only the handshake pays for it.
+        let handshake = is_handshake(&msg).then(|| Box::new(msg.clone()));
         let envelope = Envelope {
             endpoint,
             sid,
@@ -283,47 +284,54 @@ impl<C: StreamableHttpClient> ResumeGuard<C> {
             headers,
             limits,
         };
-        let posting = envelope.post(&self.inner, msg);
-        async move {
-            let mut response = posting.await;
-            if let Some(msg) = handshake {
-                response = this
-                    .clone()
-                    .resend_lost_handshake(&envelope, msg, response)
+        // Upstream's worker moves each call's future by value several times
+        // per call, so its size is copied each time. `then` keeps the wrapped
+        // client's future in place while it runs and the guard's rest after
+        // it in the same bytes; an `async` block awaiting it would hold it
+        // twice (its capture and its awaited copy). The rare handshake resend
+        // (a second post, a sleep) is boxed for the same reason.
+        envelope
+            .post(&self.inner, msg)
+            .then(move |mut response| async move {
+                if let Some(msg) = handshake {
+                    response = Box::pin(
+                        this.clone()
+                            .resend_lost_handshake(&envelope, *msg, response),
+                    )
                     .await;
-            }
-            let response = response?;
-            // Only a request's stream carries a response to protect.
-            let (request, stream, named) = match (request, response) {
-                (Some(request), StreamableHttpPostResponse::Sse(stream, named)) => {
-                    (request, stream, named)
                 }
-                (_, response) => return Ok(response),
-            };
-            // Resumes use the session the server named in its answer, if any.
-            let Envelope {
-                endpoint,
-                sid,
-                bearer,
-                headers,
-                ..
-            } = envelope;
-            let session = named.as_deref().map(Arc::from).or(sid);
-            let span = stream_span(session.as_ref(), StreamScope::Request, Some(&request));
-            let connector = this.connector(endpoint, session, bearer, headers, event_limit);
-            let frames = span.in_scope(|| {
-                resuming_sse_frames(
-                    Some(stream),
-                    None,
-                    connector,
-                    StreamScope::Request,
-                    this.retry.clone(),
-                    this.resume.clone(),
-                )
-            });
-            let guarded = guard_request_stream(frames, request, resumable);
-            Ok(StreamableHttpPostResponse::Sse(guarded, named))
-        }
+                let response = response?;
+                // Only a request's stream carries a response to protect.
+                let (request, stream, named) = match (request, response) {
+                    (Some(request), StreamableHttpPostResponse::Sse(stream, named)) => {
+                        (request, stream, named)
+                    }
+                    (_, response) => return Ok(response),
+                };
+                // Resumes use the session the server named in its answer, if any.
+                let Envelope {
+                    endpoint,
+                    sid,
+                    bearer,
+                    headers,
+                    ..
+                } = envelope;
+                let session = named.as_deref().map(Arc::from).or(sid);
+                let span = stream_span(session.as_ref(), StreamScope::Request, Some(&request));
+                let connector = this.connector(endpoint, session, bearer, headers, event_limit);
+                let frames = span.in_scope(|| {
+                    resuming_sse_frames(
+                        Some(stream),
+                        None,
+                        connector,
+                        StreamScope::Request,
+                        this.retry.clone(),
+                        this.resume.clone(),
+                    )
+                });
+                let guarded = guard_request_stream(frames, request, resumable);
+                Ok(StreamableHttpPostResponse::Sse(guarded, named))
+            })
     }
 
     /// `response`, or while it is a loss in transit, the handshake message's

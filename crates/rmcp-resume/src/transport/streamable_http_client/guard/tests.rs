@@ -112,3 +112,47 @@ async fn an_answered_call_without_resumption_ends_as_it_came() {
     assert_eq!(frames.len(), 2, "no failure after the response: {frames:?}");
     assert!(frames.iter().all(|f| failure_of(f).is_none()));
 }
+
+/// Upstream's worker moves each call's `POST` future by value (into its box,
+/// through its `select!`), so every byte the guard adds to that future is
+/// copied several times per call. The guard may add its own state, but it
+/// must not hold the wrapped client's future twice (an `async` block that
+/// awaits it does) nor inline a second `POST` (the handshake's resend):
+/// either doubles the copy (3,120 bytes added over reqwest's 2,432 before).
+#[cfg(feature = "transport-streamable-http-client-reqwest")]
+#[test]
+fn the_guarded_post_future_stays_close_to_the_inner_one() {
+    let inner = reqwest::Client::new();
+    let guard = ResumeGuard::new(inner.clone(), Arc::new(Fixed), ResumeConfig::default());
+    let message: ClientJsonRpcMessage = serde_json::from_value(serde_json::json!({
+        "jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": { "name": "sum", "arguments": {} },
+    }))
+    .expect("a valid request");
+    let endpoint: Arc<str> = Arc::from("http://127.0.0.1:1/mcp");
+    let limits = ResponseLimits::default();
+    let plain = std::mem::size_of_val(&line::post(
+        &inner,
+        endpoint.clone(),
+        message.clone(),
+        None,
+        None,
+        HashMap::new(),
+        limits,
+    ));
+    let guarded = std::mem::size_of_val(&line::post(
+        &guard,
+        endpoint,
+        message,
+        None,
+        None,
+        HashMap::new(),
+        limits,
+    ));
+    eprintln!("POST future: reqwest's {plain} bytes, guarded {guarded} bytes");
+    assert!(
+        guarded < plain + 512,
+        "the guard adds {} bytes to each call's POST future (reqwest's alone: {plain})",
+        guarded - plain
+    );
+}
