@@ -23,6 +23,7 @@ mod error;
 mod failure;
 mod handshake;
 mod machine;
+mod probe;
 mod retry_after;
 #[cfg(test)]
 mod tests;
@@ -35,7 +36,7 @@ pub use connector::{Connector, ReconnectDisposition, RetryPolicy, SseFrames};
 pub use error::{Attempt, ResumeStreamError};
 pub use failure::{RESUME_FAILED_CODE, RESUME_FAILURE_KEY, ResumeFailure, ResumeFailureKind};
 pub use handshake::resend_handshake;
-pub use machine::is_response;
+pub use probe::is_response;
 pub use retry_after::retry_after_delay;
 
 use crate::resumption::StreamScope;

@@ -36,6 +36,7 @@ use futures::StreamExt;
 use http::StatusCode;
 use sse_stream::Sse;
 
+use super::probe::is_response;
 use super::{
     Attempt, Connector, Discontinuity, IdRules, ReconnectDisposition, ResumeConfig,
     ResumeStreamError, RetryPolicy, SseFrames,
@@ -95,7 +96,8 @@ enum Read {
 
 /// What to do with one frame.
 enum Frame<E: std::error::Error + 'static> {
-    Pass(Box<Sse>),
+    /// Unboxed: every message of every stream takes this path.
+    Pass(Sse),
     Skip,
     /// The frame shows the stream cannot be continued; it is delivered still
     /// if it is the request's response.
@@ -156,24 +158,6 @@ const MIN_DELAY: Duration = Duration::from_secs(1);
 /// The longest a resume must be held open to count as progress, whatever
 /// the silence timeout: a connection lifetime of a minute must count.
 const HOLD: Duration = Duration::from_secs(5);
-
-/// Probes a frame for a JSON-RPC response without building the message.
-#[derive(serde::Deserialize)]
-struct ResponseProbe {
-    #[serde(default)]
-    id: Option<serde::de::IgnoredAny>,
-    #[serde(default)]
-    method: Option<serde::de::IgnoredAny>,
-}
-
-/// Whether `sse` carries a JSON-RPC response (or error): an id, no method.
-pub fn is_response(sse: &Sse) -> bool {
-    sse.data
-        .as_deref()
-        .filter(|d| !d.is_empty())
-        .and_then(|d| serde_json::from_str::<ResponseProbe>(d).ok())
-        .is_some_and(|p| p.id.is_some() && p.method.is_none())
-}
 
 /// Whether a request's response has already come on this stream.
 fn draining_now(state: &State) -> bool {
@@ -382,7 +366,7 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
                             self.progress();
                             self.drain();
                         }
-                        return Some(Ok(*sse));
+                        return Some(Ok(sse));
                     }
                     Frame::Skip => {}
                     // A response that has arrived is never thrown away: what
@@ -606,7 +590,7 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
         }
         // A message without an id is not progress: a server that sends one
         // and closes would otherwise be resumed at its `retry` forever.
-        Frame::Pass(Box::new(sse))
+        Frame::Pass(sse)
     }
 
     fn on_notice(&mut self, data: &str) -> Frame<C::Error> {
