@@ -206,18 +206,27 @@ async fn main() -> AnyResult<()> {
     let redis = RedisServer::start();
     let tcp = RedisServer::start_tcp();
     let servers = servers(&redis, &tcp).await?;
-    // `--profile-calls N`: only Redis calls/s with N clients for 5 s, for a
-    // profiler attached to this process and to `redis-server`.
+    // `--profile-calls N [BACKEND]`: only one backend's calls/s with N
+    // clients, three windows of 5 s in a row (the later ones on a log that
+    // holds the earlier ones' calls), for a profiler attached to this
+    // process and to `redis-server`. BACKEND is `redis` (the default),
+    // `tcp` or `local`.
     let args: Vec<String> = std::env::args().collect();
     if let Some(i) = args.iter().position(|a| a == "--profile-calls") {
         let clients = args.get(i + 1).and_then(|n| n.parse().ok()).unwrap_or(16);
-        let rate = calls_per_second(
-            servers.owner(Backend::Redis),
-            clients,
-            Duration::from_secs(5),
-        )
-        .await?;
-        println!("{clients} clients: {rate:.0} calls/s on the Redis log");
+        let backend = match args.get(i + 2).map(String::as_str) {
+            Some("local") => Backend::InProcess,
+            Some("tcp") => Backend::RedisTcp,
+            _ => Backend::Redis,
+        };
+        for _ in 0..3 {
+            let rate =
+                calls_per_second(servers.owner(backend), clients, Duration::from_secs(5)).await?;
+            println!(
+                "{clients} clients: {rate:.0} calls/s on the {}",
+                backend.name()
+            );
+        }
         return Ok(());
     }
 
