@@ -795,7 +795,15 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
             State::Backoff(_) | State::GiveUp | State::Done => {}
         }
         if self.cursor.as_deref() != Some(id) {
-            self.cursor = Some(id.to_owned());
+            // The last id's buffer takes the next: ids of one stream are of
+            // about one length, so a stream allocates for its first only.
+            match &mut self.cursor {
+                Some(cursor) => {
+                    cursor.clear();
+                    cursor.push_str(id);
+                }
+                None => self.cursor = Some(id.to_owned()),
+            }
             self.primed = !carries_data;
             self.progress();
         } else if unprimed {

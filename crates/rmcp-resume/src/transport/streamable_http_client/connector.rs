@@ -21,7 +21,9 @@ pub(super) struct GetConnector<C> {
     pub(super) uri: Arc<str>,
     pub(super) session_id: Option<Arc<str>>,
     pub(super) auth_header: Option<String>,
-    pub(super) custom_headers: HashMap<HeaderName, HeaderValue>,
+    /// Shared with the guard's other requests: copied only when a
+    /// reconnect sends them.
+    pub(super) custom_headers: Arc<HashMap<HeaderName, HeaderValue>>,
     pub(super) max_sse_event_size: usize,
 }
 
@@ -34,7 +36,8 @@ impl<C: StreamableHttpClient> SseReconnect for GetConnector<C> {
     ) -> BoxFuture<'static, Result<BoxedSseResponse, Self::Error>> {
         let client = self.client.clone();
         let (uri, session_id) = (self.uri.clone(), self.session_id.clone());
-        let (auth_header, custom_headers) = (self.auth_header.clone(), self.custom_headers.clone());
+        let auth_header = self.auth_header.clone();
+        let custom_headers = HashMap::clone(&self.custom_headers);
         let (cursor, limit) = (last_event_id.map(str::to_owned), self.max_sse_event_size);
         Box::pin(async move {
             crate::line::get(

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use futures::stream::BoxStream;
-use futures::{FutureExt, Stream, StreamExt};
+use futures::{FutureExt, StreamExt};
 use http::{HeaderName, HeaderValue};
 use sse_stream::Sse;
 
@@ -20,8 +20,9 @@ use crate::transport::common::client_side_sse::{
     Attempt, Discontinuity, ResumeConfig, ResumeStreamError, SseRetryPolicy, StreamScope,
     resuming_sse_frames,
 };
+use crate::transport::common::client_side_sse::{BoxedSseResponse, SseReconnect};
 use crate::transport::common::client_side_sse::{Policy, RESUME_FAILED_CODE, ResumeFailure};
-use rmcp_resume_core::reconnect::resend_handshake;
+use rmcp_resume_core::reconnect::{resend_handshake, resuming_frames_ending};
 
 /// Why a request failed because its stream could not be resumed, or `None`
 /// when `error` is anything else.
@@ -48,6 +49,25 @@ pub struct ResumeGuard<C> {
     /// The session whose standalone stream gave up, so a caller that
     /// reconnects regardless gets a terminal answer instead of a new loop.
     gave_up: Arc<Mutex<Option<Arc<str>>>>,
+    /// The custom headers of the last request, kept for its resumes: a
+    /// session's requests carry the same ones, so each request shares this
+    /// copy instead of making its own.
+    headers: Arc<Mutex<Option<Headers>>>,
+}
+
+/// Custom headers, shared between a request and its resumes.
+type Headers = Arc<HashMap<HeaderName, HeaderValue>>;
+
+/// Whether `a` and `b` hold the same headers, sensitivity included.
+fn same_headers(
+    a: &HashMap<HeaderName, HeaderValue>,
+    b: &HashMap<HeaderName, HeaderValue>,
+) -> bool {
+    a.len() == b.len()
+        && a.iter().all(|(name, value)| {
+            b.get(name)
+                .is_some_and(|other| other == value && other.is_sensitive() == value.is_sensitive())
+        })
 }
 
 impl<C: std::fmt::Debug> std::fmt::Debug for ResumeGuard<C> {
@@ -67,6 +87,23 @@ impl<C: StreamableHttpClient> ResumeGuard<C> {
             retry,
             resume,
             gave_up: Arc::default(),
+            headers: Arc::default(),
+        }
+    }
+
+    /// A shared copy of `headers` for a request's resumes: the last
+    /// request's when they are the same.
+    fn kept_headers(&self, headers: &HashMap<HeaderName, HeaderValue>) -> Headers {
+        let Ok(mut kept) = self.headers.lock() else {
+            return Arc::new(headers.clone());
+        };
+        match kept.as_ref() {
+            Some(last) if same_headers(last, headers) => last.clone(),
+            _ => {
+                let fresh = Arc::new(headers.clone());
+                *kept = Some(fresh.clone());
+                fresh
+            }
         }
     }
 
@@ -80,7 +117,7 @@ impl<C: StreamableHttpClient> ResumeGuard<C> {
         uri: Arc<str>,
         session_id: Option<Arc<str>>,
         auth_header: Option<String>,
-        custom_headers: HashMap<HeaderName, HeaderValue>,
+        custom_headers: Headers,
         max_sse_event_size: usize,
     ) -> GetConnector<C> {
         GetConnector {
@@ -138,27 +175,35 @@ fn failure_frame<E: std::error::Error + Send + Sync + 'static>(
 
 /// A request's response stream: judged reconnects, then exactly one of the
 /// response or a failure frame, then the end.
-fn guard_request_stream<E: std::error::Error + Send + Sync + 'static>(
-    frames: impl Stream<Item = Result<Sse, ResumeStreamError<StreamableHttpError<E>>>> + Send + 'static,
+///
+/// The resuming stream ends a request stream only after its response
+/// (having read it to its end) or with an error; an error becomes the
+/// request's JSON-RPC failure, and then the stream ends.
+fn guard_request_stream<C, E>(
+    first: BoxedSseResponse,
+    connector: C,
+    policy: Policy,
+    config: ResumeConfig,
     request: RequestId,
     revision_resumes: bool,
-) -> BoxStream<'static, Result<Sse, SseError>> {
-    // The resuming stream ends a request stream only after its response
-    // (having read it to its end) or with an error; an error becomes the
-    // request's JSON-RPC failure, and then the stream ends.
-    futures::stream::unfold(Some(Box::pin(frames)), move |state| {
-        let request = request.clone();
-        async move {
-            let mut frames = state?;
-            match frames.next().await? {
-                Ok(sse) => Some((Ok(sse), Some(frames))),
-                Err(error) => {
-                    tracing::debug!(%error, %request, "request stream could not be resumed");
-                    Some((Ok(failure_frame(&request, &error, revision_resumes)), None))
-                }
-            }
-        }
-    })
+) -> BoxStream<'static, Result<Sse, SseError>>
+where
+    C: SseReconnect<Error = StreamableHttpError<E>>,
+    E: std::error::Error + Send + Sync + 'static,
+{
+    resuming_frames_ending(
+        Some(first),
+        None,
+        connector,
+        StreamScope::Request,
+        policy,
+        config,
+        move |error| {
+            tracing::debug!(%error, %request, "request stream could not be resumed");
+            failure_frame(&request, &error, revision_resumes)
+        },
+    )
+    .map(Ok)
     .boxed()
 }
 
@@ -225,7 +270,9 @@ struct Envelope {
     endpoint: Arc<str>,
     sid: Option<Arc<str>>,
     bearer: Option<String>,
-    headers: HashMap<HeaderName, HeaderValue>,
+    /// For resumes and a resent handshake; the first `POST` takes the
+    /// caller's own map.
+    headers: Headers,
     limits: ResponseLimits,
 }
 
@@ -234,6 +281,7 @@ impl Envelope {
         &self,
         client: &'a C,
         msg: ClientJsonRpcMessage,
+        headers: HashMap<HeaderName, HeaderValue>,
     ) -> impl Future<Output = PostResult<C::Error>> + Send + use<'a, C> {
         line::post(
             client,
@@ -241,7 +289,7 @@ impl Envelope {
             msg,
             self.sid.clone(),
             self.bearer.clone(),
-            self.headers.clone(),
+            headers,
             self.limits,
         )
     }
@@ -281,7 +329,7 @@ impl<C: StreamableHttpClient> ResumeGuard<C> {
             endpoint,
             sid,
             bearer,
-            headers,
+            headers: self.kept_headers(&headers),
             limits,
         };
         // Upstream's worker moves each call's future by value several times
@@ -291,7 +339,7 @@ impl<C: StreamableHttpClient> ResumeGuard<C> {
         // twice (its capture and its awaited copy). The rare handshake resend
         // (a second post, a sleep) is boxed for the same reason.
         envelope
-            .post(&self.inner, msg)
+            .post(&self.inner, msg, headers)
             .then(move |mut response| async move {
                 if let Some(msg) = handshake {
                     response = Box::pin(
@@ -319,17 +367,16 @@ impl<C: StreamableHttpClient> ResumeGuard<C> {
                 let session = named.as_deref().map(Arc::from).or(sid);
                 let span = stream_span(session.as_ref(), StreamScope::Request, Some(&request));
                 let connector = this.connector(endpoint, session, bearer, headers, event_limit);
-                let frames = span.in_scope(|| {
-                    resuming_sse_frames(
-                        Some(stream),
-                        None,
+                let guarded = span.in_scope(|| {
+                    guard_request_stream(
+                        stream,
                         connector,
-                        StreamScope::Request,
-                        this.retry.clone(),
+                        Policy(this.retry.clone()),
                         this.resume.clone(),
+                        request,
+                        resumable,
                     )
                 });
-                let guarded = guard_request_stream(frames, request, resumable);
                 Ok(StreamableHttpPostResponse::Sse(guarded, named))
             })
     }
@@ -355,7 +402,8 @@ impl<C: StreamableHttpClient> ResumeGuard<C> {
             };
             tracing::debug!(%error, failures, ?delay, "handshake POST lost in transit; sending it again");
             tokio::time::sleep(delay).await;
-            response = envelope.post(&self.inner, msg.clone()).await;
+            let headers = HashMap::clone(&envelope.headers);
+            response = envelope.post(&self.inner, msg.clone(), headers).await;
         }
         response
     }
@@ -435,7 +483,13 @@ impl<C: StreamableHttpClient> ResumeGuard<C> {
             // worker has none to reconnect: this is the standalone stream.
             let scope = StreamScope::Standalone;
             let span = stream_span(sid.as_ref(), scope, None);
-            let connector = this.connector(endpoint, sid.clone(), bearer, headers, event_limit);
+            let connector = this.connector(
+                endpoint,
+                sid.clone(),
+                bearer,
+                Arc::new(headers),
+                event_limit,
+            );
             let first = match opening.await {
                 Ok(first) => Some(first),
                 // A first GET lost in transit is the fork's to retry: handed

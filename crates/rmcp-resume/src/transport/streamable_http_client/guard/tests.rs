@@ -63,15 +63,14 @@ impl crate::transport::common::client_side_sse::SseRetryPolicy for Fixed {
 /// does not) resume, as the worker sees it.
 async fn guarded(frames: Vec<Result<Sse, SseError>>, revision_resumes: bool) -> Vec<Sse> {
     let first = futures::stream::iter(frames).boxed();
-    let resuming = crate::transport::common::client_side_sse::resuming_sse_frames(
-        Some(first),
-        None,
+    let stream = guard_request_stream(
+        first,
         NoResume,
-        StreamScope::Request,
-        Arc::new(Fixed),
+        crate::transport::common::client_side_sse::Policy(Arc::new(Fixed)),
         ResumeConfig::default(),
+        RequestId::Number(4),
+        revision_resumes,
     );
-    let stream = guard_request_stream(resuming, RequestId::Number(4), revision_resumes);
     stream.filter_map(|f| async move { f.ok() }).collect().await
 }
 
@@ -155,4 +154,44 @@ fn the_guarded_post_future_stays_close_to_the_inner_one() {
         "the guard adds {} bytes to each call's POST future (reqwest's alone: {plain})",
         guarded - plain
     );
+}
+
+/// A session's requests share one copy of their custom headers for their
+/// resumes, and a change of headers (or of a value's sensitivity) is never
+/// hidden behind the shared copy.
+#[cfg(feature = "transport-streamable-http-client-reqwest")]
+#[test]
+fn requests_share_their_headers_until_they_change() {
+    let guard = ResumeGuard::new(
+        reqwest::Client::new(),
+        Arc::new(Fixed),
+        ResumeConfig::default(),
+    );
+    let version = |v: &'static str| {
+        HashMap::from([(
+            HeaderName::from_static("mcp-protocol-version"),
+            HeaderValue::from_static(v),
+        )])
+    };
+    let first = guard.kept_headers(&version("2025-11-25"));
+    let again = guard.kept_headers(&version("2025-11-25"));
+    assert!(Arc::ptr_eq(&first, &again), "the same headers are shared");
+
+    let changed = guard.kept_headers(&version("2025-06-18"));
+    assert_eq!(*changed, version("2025-06-18"));
+    assert!(!Arc::ptr_eq(&first, &changed));
+
+    let mut secret = version("2025-06-18");
+    for value in secret.values_mut() {
+        value.set_sensitive(true);
+    }
+    let sensitive = guard.kept_headers(&secret);
+    assert!(
+        !Arc::ptr_eq(&changed, &sensitive),
+        "sensitivity is part of a header"
+    );
+    assert!(sensitive.values().all(HeaderValue::is_sensitive));
+
+    let none = guard.kept_headers(&HashMap::new());
+    assert!(none.is_empty());
 }
