@@ -49,9 +49,14 @@ pub struct ResumeGuard<C> {
     /// The session whose standalone stream gave up, so a caller that
     /// reconnects regardless gets a terminal answer instead of a new loop.
     gave_up: Arc<Mutex<Option<Arc<str>>>>,
-    /// The custom headers of the last request, kept for its resumes: a
-    /// session's requests carry the same ones, so each request shares this
-    /// copy instead of making its own.
+    /// The custom headers of the last request, kept for its resumes. Under
+    /// the 2025 revisions a session's requests carry the same ones, so
+    /// each request shares this copy instead of making its own. From
+    /// 2026-07-28 upstream adds per-request headers (`Mcp-Method`, a tool's
+    /// argument headers), and a request whose headers differ gets a copy of
+    /// its own, as every request did before. The copy lives as long as the
+    /// guard, as the standalone stream's connector keeps its headers for
+    /// the session's life.
     headers: Arc<Mutex<Option<Headers>>>,
 }
 
