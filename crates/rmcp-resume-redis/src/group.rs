@@ -67,17 +67,25 @@ impl GroupCommit {
             Ok(()) => answer.await.map_err(|_| stopped())?,
             Err(mpsc::error::SendError(job)) => {
                 tracing::debug!("the group committer has ended; committing alone");
-                let mut conn = self.conn.clone();
-                match job.cmd.query_async(&mut conn).await {
-                    Err(error) if error.kind() == ErrorKind::Server(ServerErrorKind::NoScript) => {
-                        self.script.load_async(&mut conn).await?;
-                        job.cmd.query_async(&mut conn).await
-                    }
-                    reply => reply,
-                }
+                query_alone(&mut self.conn.clone(), &self.script, &job.cmd).await
             }
         }
     }
+}
+
+/// `cmd` (an `EVALSHA` of `script`) on its own, with `script` loaded again
+/// and `cmd` sent once more if Redis forgot it.
+pub(crate) async fn query_alone(
+    conn: &mut Connection,
+    script: &Script,
+    cmd: &Cmd,
+) -> RedisResult<Value> {
+    let reply = cmd.query_async(conn).await;
+    if no_script(&reply) {
+        script.load_async(conn).await?;
+        return cmd.query_async(conn).await;
+    }
+    reply
 }
 
 fn stopped() -> RedisError {

@@ -3,13 +3,13 @@
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use redis::{ErrorKind, ServerErrorKind, Value};
+use redis::Value;
 use rmcp_resume_core::resumption::{LogView, StreamId, StreamLookup};
 
 use crate::config::{RedisLogConfig, millis};
 use crate::connection::{Backend, Connection};
 use crate::error::RedisLogError;
-use crate::group::GroupCommit;
+use crate::group::{GroupCommit, query_alone};
 use crate::keys::{SessionKeys, first_index, stream_field};
 use crate::lease::{INSTANCE_LOST_ERROR, Lease, LeaseOutcome};
 use crate::scripts::Scripts;
@@ -404,20 +404,12 @@ impl SessionLog {
                 }
             }
         }
-        let reply: Vec<i64> = match &self.log.inner.group {
-            Some(group) => redis::from_redis_value(group.query(cmd).await?)
-                .map_err(|error| RedisLogError::Reply(error.to_string()))?,
-            None => {
-                let mut conn = self.log.conn();
-                match cmd.query_async(&mut conn).await {
-                    Err(error) if error.kind() == ErrorKind::Server(ServerErrorKind::NoScript) => {
-                        script.load_async(&mut conn).await?;
-                        cmd.query_async(&mut conn).await?
-                    }
-                    reply => reply?,
-                }
-            }
+        let value = match &self.log.inner.group {
+            Some(group) => group.query(cmd).await?,
+            None => query_alone(&mut self.log.conn(), script, &cmd).await?,
         };
+        let reply: Vec<i64> = redis::from_redis_value(value)
+            .map_err(|error| RedisLogError::Reply(error.to_string()))?;
         match reply.as_slice() {
             [-4, ..] => Err(RedisLogError::Deleted),
             [-3, ..] => Err(RedisLogError::Lost),
