@@ -287,3 +287,120 @@ async fn an_answer_in_the_batch_that_reopens_its_call_closes_it() {
         .expect("read");
     assert_eq!(snapshot.events.len(), 2, "{snapshot:?}");
 }
+
+/// 60 generated quick calls: a request stream opened, given up to 24 events
+/// and answered in one batch on one session (kept packed when it is small
+/// and nothing is trimmed), and the same writes committed one by one on
+/// another (a Redis stream). Every read of the two (each `from`, short and
+/// long pages) is equal, after a retry of the whole batch too, and a late
+/// append is dropped by both. Both layouts occur.
+#[tokio::test]
+async fn a_call_answered_in_one_batch_reads_as_one_committed_write_by_write() {
+    let server = RedisServer::start();
+    let mut windowed = config();
+    windowed.window = Window::new(8, 12, Duration::from_secs(3600));
+    windowed.max_stream_bytes = 900;
+    let log = connect(&server, windowed).await;
+    let mut redis = raw(&server).await;
+    let mut rng = Lcg(0xca11);
+    let (mut packed, mut streamed) = (0, 0);
+    for case in 0..60 {
+        let (quick, slow) = (format!("q{case}"), format!("s{case}"));
+        let lease_q = owned(&log, &quick, "a").await;
+        let lease_s = owned(&log, &slow, "a").await;
+        let (session_q, session_s) = (log.session(&quick), log.session(&slow));
+        let m_q = session_q
+            .reserve_streams(lease_q, 1)
+            .await
+            .expect("reserve");
+        let m_s = session_s
+            .reserve_streams(lease_s, 1)
+            .await
+            .expect("reserve");
+        let total = 1 + rng.next(24);
+        let events: Vec<Option<String>> = (0..total)
+            .map(|n| (n > 0 || rng.next(2) == 0).then(|| payload(&mut rng, n)))
+            .collect();
+        let opened = rng.next(2) == 0;
+        let writes = |m: u64| -> Vec<Write<'_>> {
+            let open = opened.then_some(Write::Open {
+                stream: m,
+                request_id: "7",
+            });
+            let appends = events
+                .iter()
+                .enumerate()
+                .map(move |(i, data)| Write::Append {
+                    stream: StreamId::Request(m),
+                    index: Some(i as u64),
+                    data: data.as_deref(),
+                });
+            open.into_iter()
+                .chain(appends)
+                .chain(std::iter::once(Write::Finish { stream: m }))
+                .collect()
+        };
+        session_q
+            .commit(lease_q, &writes(m_q))
+            .await
+            .expect("batch");
+        for write in writes(m_s) {
+            session_s
+                .commit(lease_s, &[write])
+                .await
+                .expect("one write");
+        }
+        let key = format!("t:{{{quick}}}:x:{m_q}");
+        let exists: i64 = redis::cmd("EXISTS")
+            .arg(&key)
+            .query_async(&mut redis)
+            .await
+            .expect("EXISTS");
+        if exists == 0 {
+            packed += 1;
+        } else {
+            streamed += 1;
+        }
+        for pass in ["committed", "retried", "late append"] {
+            match pass {
+                "retried" => {
+                    session_q
+                        .commit(lease_q, &writes(m_q))
+                        .await
+                        .expect("retry");
+                }
+                "late append" => {
+                    for (session, lease, m) in
+                        [(&session_q, lease_q, m_q), (&session_s, lease_s, m_s)]
+                    {
+                        let late = [Write::Append {
+                            stream: StreamId::Request(m),
+                            index: Some(total),
+                            data: Some("{\"late\":true}"),
+                        }];
+                        let committed = session.commit(lease, &late).await.expect("late");
+                        assert_eq!(committed.dropped, vec![m], "case {case}");
+                    }
+                }
+                _ => {}
+            }
+            for from in 0..=total + 1 {
+                for count in [1, 3, 100] {
+                    let q = session_q
+                        .read(StreamId::Request(m_q), from, count)
+                        .await
+                        .expect("read");
+                    let s = session_s
+                        .read(StreamId::Request(m_s), from, count)
+                        .await
+                        .expect("read");
+                    assert_eq!(q, s, "case {case}, {pass}: from {from}, count {count}");
+                }
+            }
+        }
+    }
+    assert!(
+        packed >= 10 && streamed >= 10,
+        "packed {packed}, streamed {streamed}"
+    );
+}

@@ -17,6 +17,13 @@
 -- written once. The result is the one
 -- a trim after every append gives: appends only grow a stream, so the
 -- oldest events a later trim removes include every one an earlier would.
+--
+-- A stream born and answered in one batch (a quick call: its priming event
+-- and its answer) with at most `packed_events` events and nothing to trim is
+-- kept packed: its events are fields of its state hash ('packed' = 1, field
+-- '<index>' = data), one small key instead of a Redis stream, whose first
+-- node alone preallocates 4 KiB. Nothing appends to an answered stream, so
+-- a packed stream never changes again; read.lua reads both layouts.
 local base = ARGV[1]
 local guard = redis.call('MGET', base .. 'gone', KEYS[1])
 if guard[1] then
@@ -29,6 +36,7 @@ end
 if current ~= tonumber(ARGV[2]) then
   return {-1, current, 0, 0}
 end
+local packed_events = 16
 local now, keep, max = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
 local retention, max_bytes, ttl = tonumber(ARGV[6]), tonumber(ARGV[7]), ARGV[8]
 local open = base .. 'open'
@@ -64,6 +72,10 @@ local function state(stream)
     finished = fields[4] == '1',
     trim = 0,
     dirty = false,
+    -- A stream this batch starts keeps its appends here until the end,
+    -- where they are packed or added to its Redis stream.
+    packable = fields[1] == false,
+    pending = {},
   }
   states[stream] = s
   touched[#touched + 1] = stream
@@ -120,6 +132,7 @@ local function append(stream, at, data)
       -- held events: stream numbers are never given twice.
       if s.known or index > first_index(stream) then
         redis.call('DEL', s.key)
+        s.packable, s.pending = false, {}
       end
       s.floor, s.bytes = index, 0
     end
@@ -129,7 +142,11 @@ local function append(stream, at, data)
   -- earlier releases, whose trim reads it.
   local id = (at ~= '*' and at or tostring(index)) .. '-1'
   local weight = string.len(data) + 32
-  redis.call('XADD', s.key, id, 'd', data, 't', ARGV[3], 'w', weight)
+  if s.packable then
+    s.pending[#s.pending + 1] = {index = index, id = id, data = data, weight = weight}
+  else
+    redis.call('XADD', s.key, id, 'd', data, 't', ARGV[3], 'w', weight)
+  end
   s.bytes = s.bytes + weight
   s.head = index + 1
   s.known, s.dirty = true, true
@@ -159,9 +176,28 @@ for i = 9, #ARGV, 4 do
   end
 end
 
+-- Whether `s` may stay packed: answered, small, and with nothing a trim
+-- would take (the rule `trim` applies, for a stream no append follows).
+local function packs(s)
+  local count = s.head - s.floor
+  return s.finished and #s.pending > 0 and #s.pending <= packed_events
+    and (count <= 1 or (count <= keep and count <= max and s.bytes <= max_bytes))
+end
+
 for _, stream in ipairs(touched) do
   local s = states[stream]
-  if s.dirty then
+  if s.dirty and packs(s) then
+    local fields = {'head', s.head, 'floor', s.floor, 'bytes', s.bytes, 'finished', 1, 'packed', 1}
+    for _, e in ipairs(s.pending) do
+      fields[#fields + 1] = e.index
+      fields[#fields + 1] = e.data
+    end
+    redis.call('HSET', s.meta, unpack(fields))
+    redis.call('PEXPIRE', s.meta, ttl)
+  elseif s.dirty then
+    for _, e in ipairs(s.pending) do
+      redis.call('XADD', s.key, e.id, 'd', e.data, 't', ARGV[3], 'w', e.weight)
+    end
     trim(s)
     if s.finished then
       redis.call('HSET', s.meta, 'head', s.head, 'floor', s.floor, 'bytes', s.bytes, 'finished', 1)

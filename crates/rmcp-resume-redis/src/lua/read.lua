@@ -9,19 +9,31 @@ if redis.call('EXISTS', KEYS[1]) == 0 or redis.call('EXISTS', base .. 'gone') ==
   return {0}
 end
 local meta = base .. 'm:' .. stream
-local floor, head, finished
+local floor, head, finished, packed
 if redis.call('EXISTS', meta) == 0 then
   if stream ~= 's' then
     return {1}
   end
   floor, head, finished = tonumber(ARGV[3]), tonumber(ARGV[3]), 0
 else
-  local fields = redis.call('HMGET', meta, 'floor', 'head', 'finished')
+  local fields = redis.call('HMGET', meta, 'floor', 'head', 'finished', 'packed')
   floor, head, finished = tonumber(fields[1]), tonumber(fields[2]), tonumber(fields[3] or '0')
+  packed = fields[4] == '1'
 end
 local out = {2, floor, head, finished}
 local from = math.max(tonumber(ARGV[4]), floor)
-if from < head then
+if from < head and packed then
+  -- A quick call's events, kept in its state hash (see commit.lua).
+  local last = math.min(head, from + tonumber(ARGV[5])) - 1
+  for index = from, last do
+    local data = redis.call('HGET', meta, index)
+    if not data then
+      break
+    end
+    out[#out + 1] = index
+    out[#out + 1] = data
+  end
+elseif from < head then
   local key = base .. 'x:' .. stream
   for _, entry in ipairs(redis.call('XRANGE', key, from .. '-1', '+', 'COUNT', ARGV[5])) do
     out[#out + 1] = string.match(entry[1], '^(%d+)-')
