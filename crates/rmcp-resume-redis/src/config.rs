@@ -23,6 +23,11 @@ pub struct RedisLogConfig {
     /// by Redis itself. Keep it well above `lease`: the owner renews every
     /// third of it.
     pub session_ttl: Duration,
+    /// How long a request stream's events are kept after its answer (at
+    /// most `session_ttl`): as long as the in-process log keeps an answered
+    /// stream (`SessionConfig::completed_cache_ttl`), so that Redis holds a
+    /// finished call for a minute, not for the session's hour.
+    pub answered_ttl: Duration,
     /// How long one blocking read of a live tail waits before it looks at
     /// the lease again.
     pub tail_poll: Duration,
@@ -38,6 +43,7 @@ impl Default for RedisLogConfig {
             max_stream_bytes: 4 << 20,
             lease: Duration::from_secs(10),
             session_ttl: Duration::from_secs(3600),
+            answered_ttl: Duration::from_secs(60),
             tail_poll: Duration::from_millis(500),
             read_batch: 256,
         }
@@ -56,9 +62,10 @@ impl RedisLogConfig {
 
 #[cfg(feature = "rmcp")]
 impl RedisLogConfig {
-    /// The defaults, with the same window and byte cap per stream as the
-    /// in-process logs of sessions configured by `session`, so that a resume
-    /// finds the same floor on every instance.
+    /// The defaults, with the same window, byte cap per stream and
+    /// answered-stream lifetime as the in-process logs of sessions
+    /// configured by `session`, so that a resume finds the same floor on
+    /// every instance.
     pub fn matching(
         session: &rmcp::transport::streamable_http_server::session::local::SessionConfig,
     ) -> Self {
@@ -69,6 +76,7 @@ impl RedisLogConfig {
                 session.effective_replay_retention(),
             ),
             max_stream_bytes: session.max_replay_bytes,
+            answered_ttl: session.completed_cache_ttl,
             ..Self::default()
         }
     }

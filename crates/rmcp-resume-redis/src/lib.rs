@@ -21,14 +21,22 @@
 //! | `P:{S}:lease` | hash | `owner`, `epoch`; expires after the lease period |
 //! | `P:{S}:next` | integer | the next request stream number (`M`) |
 //! | `P:{S}:open` | hash | `M` → the JSON-RPC id each unanswered request stream answers |
-//! | `P:{S}:m:M` | hash | `head`, `floor`, `finished`, `bytes` of stream `M` (`s`: standalone) |
-//! | `P:{S}:x:M` | stream | the events; entry id `N-1` holds event `N` |
+//! | `P:{S}:m:M` | hash | `head`, `floor`, `finished`, `bytes` of stream `M` (`s`: standalone); a packed stream adds `packed` = 1 and its events, field `N` for event `N` |
+//! | `P:{S}:x:M` | stream | the events of a stream that is not packed; entry id `N-1` holds event `N` |
 //! | `P:{S}:state` | string | the session's handshake, for restores elsewhere |
 //! | `P:{S}:gone` | string | a deleted session's tombstone: every script obeys it |
 //!
+//! A request stream answered in the batch that starts it (a quick call),
+//! small and with nothing to trim, is *packed*: its events live in its
+//! state hash, with no Redis stream, whose first node alone preallocates
+//! 4 KiB. An answered stream never changes again, so the two layouts read
+//! the same.
+//!
 //! Every key expires `session_ttl` after the session's last activity: the
 //! owner's lease renewal refreshes the session-wide keys and each open
-//! call's, and a write refreshes what it writes.
+//! call's, and a write refreshes what it writes. An answered request
+//! stream's keys expire `answered_ttl` (a minute, as in-process) after its
+//! answer.
 //!
 //! # Rules
 //!

@@ -381,7 +381,8 @@ impl SessionLog {
             .arg(config.window.max_events)
             .arg(millis(config.window.retention))
             .arg(config.max_stream_bytes)
-            .arg(millis(config.session_ttl));
+            .arg(millis(config.session_ttl))
+            .arg(millis(config.answered_ttl.min(config.session_ttl)));
         for write in writes {
             match write {
                 Write::Append {

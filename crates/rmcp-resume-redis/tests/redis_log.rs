@@ -8,7 +8,9 @@ use rmcp_resume_core::log::Window;
 use rmcp_resume_core::resumption::{
     LogView, ResumeAnswer, RmcpEventId, StreamId, StreamLookup, plan,
 };
-use rmcp_resume_redis::{INSTANCE_LOST_ERROR, LeaseOutcome, RedisLog, RedisLogError, TailError};
+use rmcp_resume_redis::{
+    INSTANCE_LOST_ERROR, LeaseOutcome, RedisLog, RedisLogError, TailError, Write,
+};
 use rmcp_resume_testkit::redis::RedisServer;
 
 mod common;
@@ -394,4 +396,89 @@ async fn a_takeover_never_brings_back_a_session_redis_does_not_know() {
             .lease()
             .is_some()
     );
+}
+
+/// An answered call is kept `answered_ttl`, an open one `session_ttl`, in
+/// both layouts (a quick call packed in one batch, a call answered in a
+/// later batch); once expired, a read finds no such stream, as in-process.
+#[tokio::test]
+async fn an_answered_call_is_kept_answered_ttl_and_an_open_one_session_ttl() {
+    let server = RedisServer::start();
+    let mut short = config();
+    short.answered_ttl = Duration::from_millis(400);
+    let log = connect(&server, short).await;
+    let mut redis = common::raw(&server).await;
+    let lease = owned(&log, "k", "a").await;
+    let session = log.session("k");
+    let quick = session.reserve_streams(lease, 1).await.expect("reserve");
+    let slow = session.reserve_streams(lease, 1).await.expect("reserve");
+    let append = |m: u64, index: u64, data: &'static str| Write::Append {
+        stream: StreamId::Request(m),
+        index: Some(index),
+        data: Some(data),
+    };
+    session
+        .commit(
+            lease,
+            &[
+                append(quick, 0, ""),
+                append(quick, 1, "{\"a\":1}"),
+                Write::Finish { stream: quick },
+                append(slow, 0, ""),
+            ],
+        )
+        .await
+        .expect("commit");
+    let pttl = |key: String| {
+        let mut redis = redis.clone();
+        async move {
+            let ms: i64 = redis::cmd("PTTL")
+                .arg(key)
+                .query_async(&mut redis)
+                .await
+                .expect("PTTL");
+            ms
+        }
+    };
+    let quick_ttl = pttl(format!("t:{{k}}:m:{quick}")).await;
+    assert!((1..=400).contains(&quick_ttl), "packed: {quick_ttl}");
+    assert_eq!(
+        pttl(format!("t:{{k}}:x:{quick}")).await,
+        -2,
+        "packed: no stream"
+    );
+    for key in [format!("t:{{k}}:m:{slow}"), format!("t:{{k}}:x:{slow}")] {
+        let ttl = pttl(key.clone()).await;
+        assert!(ttl > 60_000, "open {key}: {ttl}");
+    }
+    session
+        .commit(
+            lease,
+            &[append(slow, 1, "{\"b\":2}"), Write::Finish { stream: slow }],
+        )
+        .await
+        .expect("answer");
+    for key in [format!("t:{{k}}:m:{slow}"), format!("t:{{k}}:x:{slow}")] {
+        let ttl = pttl(key.clone()).await;
+        assert!((1..=400).contains(&ttl), "answered {key}: {ttl}");
+    }
+    // Expiry is Redis's clock: poll, bounded.
+    let deadline = std::time::Instant::now() + LIMIT;
+    for m in [quick, slow] {
+        loop {
+            let lookup = session
+                .read(StreamId::Request(m), 0, 10)
+                .await
+                .expect("read")
+                .lookup;
+            if lookup == StreamLookup::UnknownStream {
+                break;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "stream {m} never expired"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
 }

@@ -2,7 +2,8 @@
 -- instance whose epoch is not the session's current one writes nothing.
 -- KEYS[1] the session's epoch key (it names the slot)
 -- ARGV: base, epoch, now (ms), keep events, max events, retention (ms),
---       max bytes, session ttl (ms), then one group of four per write:
+--       max bytes, session ttl (ms), answered ttl (ms), then one group of
+--       four per write:
 --   'a', stream, index ('*': the stream's head), data   append an event
 --   'o', stream, request id (JSON), ''                  a call is open
 --   'f', stream, '', ''                                 the call is answered
@@ -39,6 +40,9 @@ end
 local packed_events = 16
 local now, keep, max = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
 local retention, max_bytes, ttl = tonumber(ARGV[6]), tonumber(ARGV[7]), ARGV[8]
+-- An answered stream is kept as long as the in-process log keeps one; an
+-- open one as long as the session.
+local answered_ttl = ARGV[9]
 local open = base .. 'open'
 local last, dropped, holes = -1, {}, 0
 -- The open-call hash's changes, written once at the end: a call opened
@@ -154,7 +158,7 @@ local function append(stream, at, data)
   last = index
 end
 
-for i = 9, #ARGV, 4 do
+for i = 10, #ARGV, 4 do
   local kind, stream = ARGV[i], ARGV[i + 1]
   if kind == 'a' then
     append(stream, ARGV[i + 2], ARGV[i + 3])
@@ -193,7 +197,7 @@ for _, stream in ipairs(touched) do
       fields[#fields + 1] = e.data
     end
     redis.call('HSET', s.meta, unpack(fields))
-    redis.call('PEXPIRE', s.meta, ttl)
+    redis.call('PEXPIRE', s.meta, answered_ttl)
   elseif s.dirty then
     for _, e in ipairs(s.pending) do
       redis.call('XADD', s.key, e.id, 'd', e.data, 't', ARGV[3], 'w', e.weight)
@@ -205,8 +209,9 @@ for _, stream in ipairs(touched) do
       redis.call('HSET', s.meta, 'head', s.head, 'floor', s.floor, 'bytes', s.bytes)
     end
     -- The events live exactly as long as the state that vouches for them.
-    redis.call('PEXPIRE', s.meta, ttl)
-    redis.call('PEXPIRE', s.key, ttl)
+    local keep_for = s.finished and answered_ttl or ttl
+    redis.call('PEXPIRE', s.meta, keep_for)
+    redis.call('PEXPIRE', s.key, keep_for)
   end
 end
 local set, unset = {}, {}
