@@ -407,7 +407,7 @@ async fn an_answered_call_is_kept_answered_ttl_and_an_open_one_session_ttl() {
     let mut short = config();
     short.answered_ttl = Duration::from_millis(400);
     let log = connect(&server, short).await;
-    let mut redis = common::raw(&server).await;
+    let redis = common::raw(&server).await;
     let lease = owned(&log, "k", "a").await;
     let session = log.session("k");
     let quick = session.reserve_streams(lease, 1).await.expect("reserve");
