@@ -23,10 +23,13 @@ pub struct RedisLogConfig {
     /// by Redis itself. Keep it well above `lease`: the owner renews every
     /// third of it.
     pub session_ttl: Duration,
-    /// How long a request stream's events are kept after its answer (at
-    /// most `session_ttl`): as long as the in-process log keeps an answered
-    /// stream (`SessionConfig::completed_cache_ttl`), so that Redis holds a
-    /// finished call for a minute, not for the session's hour.
+    /// How long a request stream's events are kept after its answer, or
+    /// after a read that still owed its reader events (at most
+    /// `session_ttl`): as in-process (`SessionConfig::completed_cache_ttl`),
+    /// so that Redis holds a finished call for a minute, not for the
+    /// session's hour. Keep it above the outage limit (30 s), for which a
+    /// commit may be retried: a retry that finds its stream expired writes
+    /// it again as a new one.
     pub answered_ttl: Duration,
     /// How long one blocking read of a live tail waits before it looks at
     /// the lease again.
@@ -51,6 +54,18 @@ impl Default for RedisLogConfig {
 }
 
 impl RedisLogConfig {
+    /// The shortest `answered_ttl` that `matching` takes
+    /// from the in-process `completed_cache_ttl`: longer than the outage
+    /// limit, for which a commit may be retried. In-process, a zero keeps
+    /// an answered stream only while a reader reads it; Redis cannot see
+    /// a reader that has not read yet.
+    pub const MIN_MATCHED_ANSWERED_TTL: Duration = Duration::from_secs(60);
+
+    /// `answered_ttl`, at most `session_ttl`.
+    pub(crate) fn answered_ttl(&self) -> Duration {
+        self.answered_ttl.min(self.session_ttl)
+    }
+
     /// The defaults, with `prefix` for every key.
     pub fn with_prefix(prefix: impl Into<String>) -> Self {
         Self {
@@ -76,7 +91,9 @@ impl RedisLogConfig {
                 session.effective_replay_retention(),
             ),
             max_stream_bytes: session.max_replay_bytes,
-            answered_ttl: session.completed_cache_ttl,
+            answered_ttl: session
+                .completed_cache_ttl
+                .max(Self::MIN_MATCHED_ANSWERED_TTL),
             ..Self::default()
         }
     }

@@ -36,7 +36,8 @@
 //! owner's lease renewal refreshes the session-wide keys and each open
 //! call's, and a write refreshes what it writes. An answered request
 //! stream's keys expire `answered_ttl` (a minute, as in-process) after its
-//! answer.
+//! answer, or after a read that still owed its reader events, whichever is
+//! later; a call ended by a takeover's error keeps `session_ttl`.
 //!
 //! # Rules
 //!

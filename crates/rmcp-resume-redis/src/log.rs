@@ -382,7 +382,7 @@ impl SessionLog {
             .arg(millis(config.window.retention))
             .arg(config.max_stream_bytes)
             .arg(millis(config.session_ttl))
-            .arg(millis(config.answered_ttl.min(config.session_ttl)));
+            .arg(millis(config.answered_ttl()));
         for write in writes {
             match write {
                 Write::Append {
@@ -449,6 +449,7 @@ impl SessionLog {
             .arg(first_index(stream))
             .arg(from)
             .arg(count.max(1))
+            .arg(millis(self.log.inner.config.answered_ttl()))
             .invoke_async(&mut self.log.conn())
             .await?;
         parse_snapshot(&reply)

@@ -400,12 +400,14 @@ async fn a_takeover_never_brings_back_a_session_redis_does_not_know() {
 
 /// An answered call is kept `answered_ttl`, an open one `session_ttl`, in
 /// both layouts (a quick call packed in one batch, a call answered in a
-/// later batch); once expired, a read finds no such stream, as in-process.
+/// later batch); a read that still owes its reader events keeps it
+/// `answered_ttl` longer; once expired, a read finds no such stream, as
+/// in-process.
 #[tokio::test]
 async fn an_answered_call_is_kept_answered_ttl_and_an_open_one_session_ttl() {
     let server = RedisServer::start();
     let mut short = config();
-    short.answered_ttl = Duration::from_millis(400);
+    short.answered_ttl = Duration::from_secs(3);
     let log = connect(&server, short).await;
     let redis = common::raw(&server).await;
     let lease = owned(&log, "k", "a").await;
@@ -441,7 +443,7 @@ async fn an_answered_call_is_kept_answered_ttl_and_an_open_one_session_ttl() {
         }
     };
     let quick_ttl = pttl(format!("t:{{k}}:m:{quick}")).await;
-    assert!((1..=400).contains(&quick_ttl), "packed: {quick_ttl}");
+    assert!((1..=3_000).contains(&quick_ttl), "packed: {quick_ttl}");
     assert_eq!(
         pttl(format!("t:{{k}}:x:{quick}")).await,
         -2,
@@ -460,14 +462,47 @@ async fn an_answered_call_is_kept_answered_ttl_and_an_open_one_session_ttl() {
         .expect("answer");
     for key in [format!("t:{{k}}:m:{slow}"), format!("t:{{k}}:x:{slow}")] {
         let ttl = pttl(key.clone()).await;
-        assert!((1..=400).contains(&ttl), "answered {key}: {ttl}");
+        assert!((1..=3_000).contains(&ttl), "answered {key}: {ttl}");
     }
-    // Expiry is Redis's clock: poll, bounded.
+    // A reader still reading: its read pushes the expiry out again; a read
+    // past the end does not.
+    let short_lived = |key: String| {
+        let mut redis = redis.clone();
+        async move {
+            let _: i64 = redis::cmd("PEXPIRE")
+                .arg(key)
+                .arg(200)
+                .query_async(&mut redis)
+                .await
+                .expect("PEXPIRE");
+        }
+    };
+    for key in [format!("t:{{k}}:m:{slow}"), format!("t:{{k}}:x:{slow}")] {
+        short_lived(key).await;
+    }
+    session
+        .read(StreamId::Request(slow), 2, 10)
+        .await
+        .expect("read past the end");
+    assert!(
+        pttl(format!("t:{{k}}:m:{slow}")).await <= 200,
+        "no events owed"
+    );
+    session
+        .read(StreamId::Request(slow), 1, 10)
+        .await
+        .expect("read");
+    for key in [format!("t:{{k}}:m:{slow}"), format!("t:{{k}}:x:{slow}")] {
+        let ttl = pttl(key.clone()).await;
+        assert!(ttl > 1_000, "read {key}: {ttl}");
+    }
+    // Expiry is Redis's clock: poll, bounded, past the end (a read that
+    // owes events would keep the stream).
     let deadline = std::time::Instant::now() + LIMIT;
     for m in [quick, slow] {
         loop {
             let lookup = session
-                .read(StreamId::Request(m), 0, 10)
+                .read(StreamId::Request(m), 2, 10)
                 .await
                 .expect("read")
                 .lookup;

@@ -1,7 +1,10 @@
 -- One consistent snapshot of a stream: its floor, head and whether it is
--- finished, and up to `count` events from `from` on.
+-- finished, and up to `count` events from `from` on. A read of an answered
+-- stream that still owes its reader events keeps the stream at least
+-- `answered ttl` longer: as in-process, an answered stream stays while a
+-- reader is reading it.
 -- KEYS[1] the session's epoch key (it names the slot)
--- ARGV: base, stream, first index, from, count
+-- ARGV: base, stream, first index, from, count, answered ttl (ms)
 -- Returns {0} when the session is unknown or deleted, {1} when the request stream is,
 -- else {2, floor, head, finished, index, data, index, data, ...}.
 local base, stream = ARGV[1], ARGV[2]
@@ -22,6 +25,10 @@ else
 end
 local out = {2, floor, head, finished}
 local from = math.max(tonumber(ARGV[4]), floor)
+if finished == 1 and from < head and redis.call('PTTL', meta) < tonumber(ARGV[6]) then
+  redis.call('PEXPIRE', meta, ARGV[6])
+  redis.call('PEXPIRE', base .. 'x:' .. stream, ARGV[6])
+end
 if from < head and packed then
   -- A quick call's events, kept in its state hash (see commit.lua).
   local last = math.min(head, from + tonumber(ARGV[5])) - 1
