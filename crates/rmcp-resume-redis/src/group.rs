@@ -122,31 +122,7 @@ async fn run(mut conn: Connection, script: Script, mut rx: mpsc::UnboundedReceiv
                 Err(_) => break,
             }
         }
-        let replies = match send(&mut conn, &jobs).await {
-            Ok(mut each) if each.iter().any(no_script) => {
-                // Scripts are gone only after a restart or a flush: load it
-                // and send again the commits that did not run, only those.
-                match script.load_async(&mut conn).await {
-                    Ok(_) => {
-                        let again: Vec<usize> =
-                            (0..each.len()).filter(|&i| no_script(&each[i])).collect();
-                        let retried: Vec<&Job> = again.iter().map(|&i| &jobs[i]).collect();
-                        match send_each(&mut conn, &retried).await {
-                            Ok(replies) => {
-                                for (i, reply) in again.into_iter().zip(replies) {
-                                    each[i] = reply;
-                                }
-                                Ok(each)
-                            }
-                            Err(error) => Err(error),
-                        }
-                    }
-                    Err(error) => Err(error),
-                }
-            }
-            other => other,
-        };
-        match replies {
+        match send(&mut conn, &script, &mut jobs).await {
             Ok(each) => {
                 for (job, reply) in jobs.drain(..).zip(each) {
                     let _ = job.reply.send(reply);
@@ -172,28 +148,58 @@ fn weight(job: &Job) -> usize {
         .sum()
 }
 
-/// One reply per job, or the error that failed them all.
-async fn send(conn: &mut Connection, jobs: &[Job]) -> RedisResult<Vec<RedisResult<Value>>> {
-    let jobs: Vec<&Job> = jobs.iter().collect();
-    send_each(conn, &jobs).await
-}
-
-async fn send_each(conn: &mut Connection, jobs: &[&Job]) -> RedisResult<Vec<RedisResult<Value>>> {
+/// One reply per job, or the error that failed them all. The jobs'
+/// commands move into the pipeline (a group's bytes are not copied); if
+/// Redis forgot the script (a restart, a flush), it is loaded again and the
+/// commits that did not run, only those, are sent again.
+async fn send(
+    conn: &mut Connection,
+    script: &Script,
+    jobs: &mut [Job],
+) -> RedisResult<Vec<RedisResult<Value>>> {
     if let [job] = jobs {
         // Alone: a plain command, with nothing to group.
-        return Ok(vec![job.cmd.query_async::<Value>(conn).await]);
+        let reply = query_alone(conn, script, &job.cmd).await;
+        return Ok(vec![reply]);
     }
-    let mut pipe = redis::pipe();
+    let mut pipe = redis::Pipeline::with_capacity(jobs.len());
     pipe.ignore_errors();
-    for job in jobs {
-        pipe.add_command(job.cmd.clone());
+    for job in jobs.iter_mut() {
+        pipe.add_command(std::mem::take(&mut job.cmd));
     }
+    let mut each = query_pipe(conn, &pipe).await?;
+    if each.iter().any(no_script) {
+        script.load_async(conn).await?;
+        let again: Vec<usize> = (0..each.len()).filter(|&i| no_script(&each[i])).collect();
+        let mut retry = redis::Pipeline::with_capacity(again.len());
+        retry.ignore_errors();
+        for cmd in pipe
+            .cmd_iter()
+            .enumerate()
+            .filter(|(i, _)| again.contains(i))
+            .map(|(_, cmd)| cmd)
+        {
+            retry.add_command(cmd.clone());
+        }
+        for (i, reply) in again.into_iter().zip(query_pipe(conn, &retry).await?) {
+            each[i] = reply;
+        }
+    }
+    Ok(each)
+}
+
+/// A pipeline's replies, one per command.
+async fn query_pipe(
+    conn: &mut Connection,
+    pipe: &redis::Pipeline,
+) -> RedisResult<Vec<RedisResult<Value>>> {
+    let commands = pipe.cmd_iter().count();
     let values: Vec<Value> = pipe.query_async(conn).await?;
-    if values.len() != jobs.len() {
+    if values.len() != commands {
         return Err(RedisError::from((
             ErrorKind::Client,
             "a pipeline answered another number of replies",
-            format!("{} for {} commands", values.len(), jobs.len()),
+            format!("{} for {commands} commands", values.len()),
         )));
     }
     Ok(values.into_iter().map(Value::extract_error).collect())

@@ -37,6 +37,12 @@ impl SessionKeys {
         format!("{}epoch", self.base)
     }
 
+    /// [`epoch`](Self::epoch) as a command argument, written straight into
+    /// the command: a commit, once per batch, need not allocate it.
+    pub(crate) fn epoch_arg(&self) -> Joined<'_> {
+        Joined(&self.base, "epoch")
+    }
+
     /// The tombstone of a deleted session, which every script obeys.
     pub(crate) fn gone(&self) -> String {
         format!("{}gone", self.base)
@@ -51,6 +57,30 @@ impl SessionKeys {
     /// A stream's Redis stream.
     pub(crate) fn stream(&self, stream: StreamId) -> String {
         format!("{}x:{}", self.base, stream_field(stream))
+    }
+}
+
+/// Two strings as one command argument, with no string of their own.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Joined<'a>(&'a str, &'a str);
+
+impl redis::ToRedisArgs for Joined<'_> {
+    fn write_redis_args<W: ?Sized + redis::RedisWrite>(&self, out: &mut W) {
+        out.write_arg_fmt(format_args!("{}{}", self.0, self.1));
+    }
+}
+
+/// [`stream_field`] as a command argument, written straight into the
+/// command.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct StreamField(pub(crate) StreamId);
+
+impl redis::ToRedisArgs for StreamField {
+    fn write_redis_args<W: ?Sized + redis::RedisWrite>(&self, out: &mut W) {
+        match self.0.request() {
+            Some(m) => m.write_redis_args(out),
+            None => out.write_arg(b"s"),
+        }
     }
 }
 
@@ -89,6 +119,24 @@ mod tests {
         }
         assert_eq!(keys.stream(StreamId::Request(7)), "rr:{abc}:x:7");
         assert_eq!(keys.stream(StreamId::Standalone), "rr:{abc}:x:s");
+    }
+
+    #[test]
+    fn arguments_written_in_place_are_the_strings_they_stand_for() {
+        let keys = SessionKeys::new("rr", "a}b{c");
+        let mut in_place = redis::Cmd::new();
+        let mut strings = redis::Cmd::new();
+        in_place.arg(keys.epoch_arg());
+        strings.arg(keys.epoch());
+        for stream in [
+            StreamId::Standalone,
+            StreamId::Request(0),
+            StreamId::Request(u64::MAX),
+        ] {
+            in_place.arg(StreamField(stream));
+            strings.arg(stream_field(stream));
+        }
+        assert_eq!(in_place.get_packed_command(), strings.get_packed_command());
     }
 
     #[test]
