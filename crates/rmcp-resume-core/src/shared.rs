@@ -169,7 +169,7 @@ pub trait SharedLog: Send + Sync + 'static {
         &'a self,
         session: &'a str,
         epoch: u64,
-        ops: Vec<MirrorOp>,
+        ops: &'a [MirrorOp],
     ) -> BoxFuture<'a, Result<Vec<u64>, SharedLogError>>;
 
     /// Reads `stream`'s state and up to `count` events from `from` on.

@@ -176,7 +176,7 @@ impl SharedLog for RedisShared {
         &'a self,
         session: &'a str,
         epoch: u64,
-        ops: Vec<MirrorOp>,
+        ops: &'a [MirrorOp],
     ) -> BoxFuture<'a, Result<Vec<u64>, SharedLogError>> {
         Box::pin(async move {
             let writes: Vec<Write<'_>> = ops

@@ -91,7 +91,7 @@ impl Holder {
                     .collect()
             });
             if !ops.is_empty() {
-                self.shared.commit(&self.session, self.epoch, ops).await?;
+                self.shared.commit(&self.session, self.epoch, &ops).await?;
             }
             self.reopen.store(false, Ordering::Release);
         }

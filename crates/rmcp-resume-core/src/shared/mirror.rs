@@ -229,6 +229,8 @@ impl Task {
     /// Commits writes in order, in batches, and renews the lease.
     async fn run(self, mut writes: mpsc::UnboundedReceiver<Pending>, lost: CancellationToken) {
         let mut gates: HashMap<StreamId, Gate> = HashMap::new();
+        // Kept from batch to batch, as its capacity is.
+        let mut batch: Vec<Pending> = Vec::new();
         let every = self.0.shared.renew_every().max(Duration::from_millis(10));
         // The lease was just taken: the first renewal is one period away.
         let mut renew = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
@@ -244,7 +246,7 @@ impl Task {
                     Err(error) => break Err(error),
                 },
             };
-            let mut batch = vec![first];
+            batch.push(first);
             drain(&mut writes, &mut batch);
             // A call's stream opens with its priming event, and its first
             // message (for a quick tool, the answer) follows within the
@@ -261,7 +263,7 @@ impl Task {
                     Ok(None) | Err(_) => break,
                 }
             }
-            let dropped = match self.commit(&batch).await {
+            let dropped = match self.commit(&mut batch).await {
                 Ok(dropped) => dropped,
                 Err(error) => {
                     for (gate, _) in batch.iter().filter_map(|p| p.gate.as_ref()) {
@@ -270,7 +272,7 @@ impl Task {
                     break Err(error);
                 }
             };
-            for pending in batch {
+            for pending in batch.drain(..) {
                 if let MirrorOp::Open { stream, request_id } = &pending.op {
                     self.0.opened(*stream, request_id);
                 }
@@ -333,11 +335,24 @@ impl Task {
     }
 
     /// Commits one batch, retrying while the backend is away, for at most
-    /// the outage limit; a fenced or deleted session stops at once.
-    async fn commit(&self, batch: &[Pending]) -> Result<Vec<u64>, SharedLogError> {
-        let mut ops: Vec<MirrorOp> = Vec::with_capacity(batch.len());
-        for pending in batch {
-            ops.push(pending.op.clone());
+    /// the outage limit; a fenced or deleted session stops at once. Each
+    /// event's data moves into the batch's ops (nothing reads it after the
+    /// commit), and every try sends the same ops.
+    async fn commit(&self, batch: &mut [Pending]) -> Result<Vec<u64>, SharedLogError> {
+        let mut ops: Vec<MirrorOp> = Vec::with_capacity(batch.len() + 1);
+        for pending in batch.iter_mut() {
+            ops.push(match &mut pending.op {
+                MirrorOp::Append {
+                    stream,
+                    index,
+                    data,
+                } => MirrorOp::Append {
+                    stream: *stream,
+                    index: *index,
+                    data: data.take(),
+                },
+                other => other.clone(),
+            });
             if let Some(stream) = pending.finish {
                 ops.push(MirrorOp::Finish { stream });
             }
@@ -350,7 +365,7 @@ impl Task {
             let error = match self
                 .0
                 .shared
-                .commit(&self.0.session, self.0.epoch, ops.clone())
+                .commit(&self.0.session, self.0.epoch, &ops)
                 .await
             {
                 Ok(dropped) => {

@@ -96,7 +96,7 @@ impl SharedLog for Fake {
         &'a self,
         _: &'a str,
         _: u64,
-        ops: Vec<MirrorOp>,
+        ops: &'a [MirrorOp],
     ) -> BoxFuture<'a, Result<Vec<u64>, SharedLogError>> {
         let mut script = self.script();
         let answer = script.answers.pop_front().unwrap_or(Answer::Ok);
@@ -112,7 +112,7 @@ impl SharedLog for Fake {
                         _ => None,
                     })
                     .collect();
-                script.commits.push(ops);
+                script.commits.push(ops.to_vec());
                 Ok(dropped)
             }
             Answer::Unreachable => Err(unreachable()),
