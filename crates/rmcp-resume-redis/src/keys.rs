@@ -18,13 +18,17 @@ impl SessionKeys {
     /// A session id holding `{` or `}` would move the hash tag, so those
     /// two characters are replaced; rmcp's ids never contain them.
     pub(crate) fn new(prefix: &str, session: &str) -> Self {
-        let tag: String = session
-            .chars()
-            .map(|c| if matches!(c, '{' | '}') { '_' } else { c })
-            .collect();
-        Self {
-            base: format!("{prefix}:{{{tag}}}:"),
-        }
+        // Built once per commit and read: one allocation, no formatting.
+        let mut base = String::with_capacity(prefix.len() + session.len() + 4);
+        base.push_str(prefix);
+        base.push_str(":{");
+        base.extend(
+            session
+                .chars()
+                .map(|c| if matches!(c, '{' | '}') { '_' } else { c }),
+        );
+        base.push_str("}:");
+        Self { base }
     }
 
     /// The prefix the scripts build the other keys from.
