@@ -204,3 +204,67 @@ async fn query_pipe(
     }
     Ok(values.into_iter().map(Value::extract_error).collect())
 }
+
+#[cfg(test)]
+mod tests {
+    use futures::future::join_all;
+    use redis::{Cmd, Script, Value};
+    use rmcp_resume_testkit::redis::RedisServer;
+
+    use super::GroupCommit;
+    use crate::connection::Backend;
+
+    /// Groups that mix commits whose script Redis forgot with commands that
+    /// ran: each job gets its own reply, and only the forgotten ones are
+    /// sent again (a plain `INCR` sent twice would count 2).
+    #[tokio::test]
+    async fn a_partial_noscript_retry_answers_each_job_once() {
+        let server = RedisServer::start();
+        let backend = Backend::single(&server.url()).expect("client");
+        let conn = backend.shared().await.expect("connection");
+        let script = Script::new("return redis.call('INCRBY', KEYS[1], ARGV[1])");
+        let group = GroupCommit::start(conn.clone(), script.clone());
+        let mut admin = conn.clone();
+        // Round 0 and 1: half the jobs run the script; round 2: one does.
+        for (round, scripted) in [(0_i64, 2_usize), (1, 2), (2, 12)] {
+            let _: Value = redis::cmd("SCRIPT")
+                .arg("FLUSH")
+                .query_async(&mut admin)
+                .await
+                .expect("flush");
+            let jobs = (0..12_usize).map(|i| {
+                let cmd = if i % scripted == 0 {
+                    let mut cmd = Cmd::new();
+                    cmd.arg("EVALSHA")
+                        .arg(script.get_hash())
+                        .arg(1)
+                        .arg(format!("e{i}"))
+                        .arg(i + 1);
+                    cmd
+                } else {
+                    let mut cmd = redis::cmd("INCR");
+                    cmd.arg(format!("p{i}"));
+                    cmd
+                };
+                let group = &group;
+                async move { (i, group.query(cmd).await) }
+            });
+            for (i, reply) in join_all(jobs).await {
+                let reply: i64 = redis::from_redis_value(reply.expect("reply")).expect("integer");
+                // Each key's earlier rounds: even `e{i}` and odd `p{i}` ran in
+                // rounds 0 and 1; in round 2 only `e0` runs the script, and
+                // the even `p{i}` are new.
+                let (earlier, step) = match (round, i % scripted == 0, i % 2) {
+                    (2, false, 0) => (0, 1),
+                    (_, true, _) => (round, i as i64 + 1),
+                    _ => (round, 1),
+                };
+                assert_eq!(
+                    reply,
+                    (earlier + 1) * step,
+                    "round {round}, job {i}: run once"
+                );
+            }
+        }
+    }
+}

@@ -64,7 +64,8 @@ struct Pending {
 
 impl Pending {
     /// A write that carries no message: a control frame (a call's priming
-    /// event, a retry hint) or a call's opening.
+    /// event, a retry hint) or a call's opening. Asked only before the
+    /// commit, which moves each event's data out.
     fn is_control(&self) -> bool {
         self.finish.is_none()
             && matches!(
@@ -339,7 +340,8 @@ impl Task {
     /// event's data moves into the batch's ops (nothing reads it after the
     /// commit), and every try sends the same ops.
     async fn commit(&self, batch: &mut [Pending]) -> Result<Vec<u64>, SharedLogError> {
-        let mut ops: Vec<MirrorOp> = Vec::with_capacity(batch.len() + 1);
+        let answers = batch.iter().filter(|p| p.finish.is_some()).count();
+        let mut ops: Vec<MirrorOp> = Vec::with_capacity(batch.len() + answers);
         for pending in batch.iter_mut() {
             ops.push(match &mut pending.op {
                 MirrorOp::Append {

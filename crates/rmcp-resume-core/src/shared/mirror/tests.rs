@@ -199,12 +199,21 @@ async fn an_outage_shorter_than_the_limit_costs_nothing() {
     let fake = Fake::answering(&[Answer::Unreachable; 5]);
     let mirror = mirror(&fake).await;
     let gate = Gate::new(1);
-    mirror.append(StreamId::Standalone, 1, None, &gate);
+    mirror.append(StreamId::Standalone, 1, Some("{\"n\":1}".into()), &gate);
     assert!(
         gate.committed(1).await,
         "committed once the backend is back"
     );
     assert!(!mirror.lost().is_cancelled());
+    // The data moved into the batch once; the sixth try still carries it.
+    assert_eq!(
+        fake.script().commits,
+        [vec![MirrorOp::Append {
+            stream: StreamId::Standalone,
+            index: 1,
+            data: Some("{\"n\":1}".into()),
+        }]]
+    );
 }
 
 #[tokio::test(start_paused = true)]
