@@ -494,7 +494,9 @@ async fn an_answered_call_is_kept_answered_ttl_and_an_open_one_session_ttl() {
         .expect("read");
     for key in [format!("t:{{k}}:m:{slow}"), format!("t:{{k}}:x:{slow}")] {
         let ttl = pttl(key.clone()).await;
-        assert!(ttl > 1_000, "read {key}: {ttl}");
+        // Above the 200 ms it had: only a refresh puts it there, whatever
+        // a stalled machine took since.
+        assert!(ttl > 200, "read {key}: {ttl}");
     }
     // Expiry is Redis's clock: poll, bounded, past the end (a read that
     // owes events would keep the stream).
