@@ -56,6 +56,15 @@ pub(super) fn forward(mut stream: EventStream) -> mpsc::Receiver<ServerSseMessag
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum SessionEvent {
+    /// Open a request stream for a client's request and hand the request
+    /// to the handler, in one turn of the worker (fork-only): a `POST`
+    /// waits for the worker once, not twice.
+    Request {
+        /// The request.
+        message: ClientJsonRpcMessage,
+        /// Answer: the stream the response will be read from.
+        responder: oneshot::Sender<Result<OpenedStream, SessionError>>,
+    },
     /// Open a request stream read straight from its log (fork-only).
     OpenRequestStream {
         /// Answer.

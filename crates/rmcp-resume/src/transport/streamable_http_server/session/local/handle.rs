@@ -99,6 +99,17 @@ impl LocalSessionHandle {
             .await
     }
 
+    /// Opens a request stream for `message` and hands it to the handler
+    /// (fork-only): [`open_request_stream`](Self::open_request_stream) and
+    /// [`push_message`](Self::push_message) in one turn of the worker.
+    pub async fn open_request(
+        &self,
+        message: ClientJsonRpcMessage,
+    ) -> Result<OpenedStream, SessionError> {
+        self.ask(|responder| SessionEvent::Request { message, responder })
+            .await
+    }
+
     /// Opens a request stream, read straight from its log (fork-only).
     pub async fn open_request_stream(&self) -> Result<OpenedStream, SessionError> {
         self.ask(|responder| SessionEvent::OpenRequestStream { responder })

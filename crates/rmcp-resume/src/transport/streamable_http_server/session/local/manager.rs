@@ -344,9 +344,7 @@ impl SessionManager for LocalSessionManager {
         message: ClientJsonRpcMessage,
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
         let handle = self.live(id).await?;
-        let opened = handle.open_request_stream().await?;
-        handle.push_message(message, opened.http_request_id).await?;
-        Ok(opened.stream)
+        Ok(handle.open_request(message).await?.stream)
     }
 
     async fn accept_message(

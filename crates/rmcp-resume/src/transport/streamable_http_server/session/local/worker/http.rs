@@ -48,25 +48,68 @@ impl LocalSessionWorker {
         Ok(())
     }
 
+    /// A client's message, on request stream `http_request_id` if it is a
+    /// request, goes to the handler.
+    async fn client_message(
+        &mut self,
+        message: ClientJsonRpcMessage,
+        http_request_id: Option<HttpRequestId>,
+        context: &mut WorkerContext<Self>,
+    ) -> Result<(), WorkerQuitReason<LocalSessionWorkerError>> {
+        if let Some(m) = http_request_id {
+            self.register(&message, m);
+        }
+        if let Some(m) = self.routes.cancelled(&message)
+            && self.session.complete(m, Instant::now())
+        {
+            self.completed(m);
+        }
+        context.send_to_handler(message).await
+    }
+
+    /// Request stream `id` goes, answered or not.
+    fn forget_request_stream(&mut self, id: HttpRequestId) {
+        if let Some((extra, gone)) = self.session.close_request(id) {
+            self.routes.remove(extra.routes);
+            self.settle_all(gone);
+            // Closed, answered or not: a takeover has nothing to end.
+            self.finish_shared(id);
+        }
+    }
+
     pub(super) async fn on_http(
         &mut self,
         event: SessionEvent,
         context: &mut WorkerContext<Self>,
     ) -> Result<bool, WorkerQuitReason<LocalSessionWorkerError>> {
         match event {
+            SessionEvent::Request { message, responder } => {
+                let opened = match self.open_request_stream().await {
+                    Ok(opened) => opened,
+                    Err(error) => {
+                        let _ = responder.send(Err(error));
+                        return Ok(true);
+                    }
+                };
+                let m = opened.http_request_id;
+                // The `POST` hears first, so that it writes its headers
+                // while the handler runs. One that stopped waiting has no
+                // reader and never will: its request is not run, as when
+                // a `POST` stops between opening and pushing upstream.
+                if responder.send(Ok(opened)).is_err() {
+                    if let Some(m) = m {
+                        self.forget_request_stream(m);
+                    }
+                    return Ok(true);
+                }
+                self.client_message(message, m, context).await?;
+            }
             SessionEvent::ClientMessage {
                 message,
                 http_request_id,
             } => {
-                if let Some(m) = http_request_id {
-                    self.register(&message, m);
-                }
-                if let Some(m) = self.routes.cancelled(&message)
-                    && self.session.complete(m, Instant::now())
-                {
-                    self.completed(m);
-                }
-                context.send_to_handler(message).await?;
+                self.client_message(message, http_request_id, context)
+                    .await?
             }
             SessionEvent::EstablishRequestWiseChannel { responder } => {
                 let opened = self.open_request_stream().await;
@@ -82,12 +125,7 @@ impl LocalSessionWorker {
                 let _ = responder.send(Ok(self.open_standalone()));
             }
             SessionEvent::CloseRequestWiseChannel { id, responder } => {
-                if let Some((extra, gone)) = self.session.close_request(id) {
-                    self.routes.remove(extra.routes);
-                    self.settle_all(gone);
-                    // Closed, answered or not: a takeover has nothing to end.
-                    self.finish_shared(id);
-                }
+                self.forget_request_stream(id);
                 let _ = responder.send(Ok(()));
             }
             SessionEvent::Resume {
