@@ -141,23 +141,26 @@ impl<S: crate::ServerHandler + Send + 'static, M: SessionManager> StreamableHttp
     /// 2026-07-28) there are no streams, so a resume cannot be answered
     /// (upstream: an empty `200`) unless an event store holds the events.
     fn refuses_stateless_resume<B>(&self, request: &Request<B>) -> bool {
+        // Cheapest first: every `POST` passes here, and a header looked up
+        // by a string name is parsed on each lookup.
+        if request.method() != Method::GET || !request.headers().contains_key(HEADER_LAST_EVENT_ID)
+        {
+            return false;
+        }
         let sessionless = !crate::line::session_mode(&self.config)
             || request::protocol_version(request.headers())
                 .is_ok_and(|version| !crate::line::has_initialize(&version));
-        sessionless
-            && request.method() == Method::GET
-            && request.headers().contains_key(HEADER_LAST_EVENT_ID)
-            && !crate::line::has_event_store(&*self.session_manager)
+        sessionless && !crate::line::has_event_store(&*self.session_manager)
     }
 
     /// Whether a `POST` must first be checked against the session's owner
     /// in a shared log (fork-only).
     fn checks_ownership<B>(&self, request: &Request<B>) -> bool {
         request.method() == Method::POST
+            && get::shared_log(self.session_manager.as_ref()).is_some()
             && request
                 .headers()
                 .contains_key(crate::transport::common::http_header::HEADER_SESSION_ID)
-            && get::shared_log(self.session_manager.as_ref()).is_some()
     }
 
     /// Whether the fork answers requests of `method` itself, rather than
