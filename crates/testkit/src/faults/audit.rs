@@ -225,13 +225,22 @@ pub async fn stored_event(
         let data = fields.into_iter().find(|(k, _)| k == "d").map(|(_, v)| v);
         return Ok(Stored::Event(data));
     }
-    let floor: Option<u64> = ask(
+    // A quick call may be kept packed in its state hash instead: field
+    // `packed` is 1 and each event is the field named by its index.
+    let (floor, packed, data): (Option<u64>, Option<String>, Option<String>) = ask(
         conn,
-        redis::cmd("HGET")
+        redis::cmd("HMGET")
             .arg(format!("{base}m:{field}"))
-            .arg("floor"),
+            .arg("floor")
+            .arg("packed")
+            .arg(index),
     )
     .await?;
+    if packed.as_deref() == Some("1")
+        && let Some(data) = data
+    {
+        return Ok(Stored::Event(Some(data)));
+    }
     Ok(match floor {
         Some(floor) if floor > index => Stored::Trimmed { floor },
         floor => Stored::Missing { floor },
@@ -285,6 +294,27 @@ mod tests {
                 .await
                 .expect("read"),
             Stored::Missing { floor: Some(5) }
+        );
+        // A quick call packed in its state hash (commit.lua's layout).
+        let () = redis::cmd("HSET")
+            .arg(format!("{base}m:4"))
+            .arg(&["floor", "0", "head", "2", "finished", "1", "packed", "1"])
+            .arg(&["0", "", "1", r#"{"b":2}"#])
+            .query_async(&mut raw)
+            .await
+            .map(|_: u64| ())
+            .expect("HSET");
+        assert_eq!(
+            stored_event(&mut conn, "s1", Some(4), 1)
+                .await
+                .expect("read"),
+            Stored::Event(Some(r#"{"b":2}"#.to_owned()))
+        );
+        assert_eq!(
+            stored_event(&mut conn, "s1", Some(4), 2)
+                .await
+                .expect("read"),
+            Stored::Missing { floor: Some(0) }
         );
         let (count, _) = clients(&redis.url()).await.expect("clients");
         assert_eq!(count, 1, "this test's own connection");
