@@ -19,6 +19,7 @@
 
 mod config;
 mod connector;
+mod driven;
 mod error;
 mod failure;
 mod handshake;
@@ -57,10 +58,11 @@ pub fn resuming_frames<C: Connector, P: RetryPolicy + 'static>(
     policy: P,
     config: ResumeConfig,
 ) -> impl Stream<Item = Result<Sse, ResumeStreamError<C::Error>>> + Send + 'static {
-    let machine = machine::Machine::new(first, cursor, connector, scope, policy, config);
-    futures::stream::unfold(machine, |mut machine| async move {
-        let item = machine.next().await?;
-        Some((item, machine))
+    let mut machine = machine::Machine::new(first, cursor, connector, scope, policy, config);
+    driven::Driven::new(move |slot| async move {
+        while let Some(item) = machine.next().await {
+            slot.give(item).await;
+        }
     })
 }
 
@@ -69,7 +71,8 @@ pub fn resuming_frames<C: Connector, P: RetryPolicy + 'static>(
 ///
 /// The same as mapping [`resuming_frames`] and stopping after an error,
 /// with the machine held in the stream itself rather than pinned in a box
-/// of its own: one allocation less per request.
+/// of its own: one allocation less per request. Both keep the machine in
+/// place for the stream's life (see `driven`).
 pub fn resuming_frames_ending<C, P, F>(
     first: Option<SseFrames>,
     cursor: Option<String>,
@@ -84,12 +87,13 @@ where
     P: RetryPolicy + 'static,
     F: FnOnce(ResumeStreamError<C::Error>) -> Sse + Send + 'static,
 {
-    let machine = machine::Machine::new(first, cursor, connector, scope, policy, config);
-    futures::stream::unfold(Some((machine, on_error)), |state| async move {
-        let (mut machine, on_error) = state?;
-        match machine.next().await? {
-            Ok(sse) => Some((sse, Some((machine, on_error)))),
-            Err(error) => Some((on_error(error), None)),
+    let mut machine = machine::Machine::new(first, cursor, connector, scope, policy, config);
+    driven::Driven::new(move |slot| async move {
+        while let Some(item) = machine.next().await {
+            match item {
+                Ok(sse) => slot.give(sse).await,
+                Err(error) => return slot.give(on_error(error)).await,
+            }
         }
     })
 }
