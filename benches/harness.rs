@@ -173,6 +173,44 @@ async fn latency(quick: bool) -> AnyResult<Value> {
     Ok(Value::Object(out))
 }
 
+/// p50 of a tool call for each pairing of server and client, in interleaved
+/// blocks, so that a gap in [`latency`] can be placed on one side.
+async fn pairs(quick: bool) -> AnyResult<Value> {
+    let (rounds, block) = if quick { (4, 50) } else { (20, 100) };
+    let ct = CancellationToken::new();
+    let mut pairs = Vec::new();
+    for server in Side::BOTH {
+        let url = serve(server, &ct).await?;
+        for side in Side::BOTH {
+            let client = client(side, &url).await?;
+            for _ in 0..200 {
+                client.call_tool(sum()?).await?;
+            }
+            let name = format!("server-{}/client-{}", server.name(), side.name());
+            pairs.push((name, client, Vec::with_capacity(rounds * block)));
+        }
+    }
+    for round in 0..rounds {
+        // Each round starts from another pairing.
+        for k in 0..pairs.len() {
+            let (_, client, samples) = &mut pairs[(round + k) % 4];
+            for _ in 0..block {
+                let started = Instant::now();
+                client.call_tool(sum()?).await?;
+                samples.push(started.elapsed());
+            }
+        }
+    }
+    let mut out = serde_json::Map::new();
+    for (name, client, mut samples) in pairs {
+        samples.sort();
+        out.insert(name, json!({ "p50_us": percentile(&samples, 0.50) }));
+        client.cancel().await?;
+    }
+    ct.cancel();
+    Ok(Value::Object(out))
+}
+
 /// Tool calls/s with `k` concurrent clients (one session each) per side,
 /// each side's clients against its own server. Rounds alternate sides so
 /// that drift on a shared machine hits both alike; the figure is the
@@ -702,6 +740,11 @@ fn main() -> AnyResult<()> {
         if wanted("latency") {
             eprintln!("harness: latency");
             results.insert("latency".into(), latency(quick).await?);
+        }
+        // Not in a full run: a diagnostic for placing a latency gap.
+        if only.as_deref() == Some("pairs") {
+            eprintln!("harness: p50 by pairing of server and client");
+            results.insert("pairs".into(), pairs(quick).await?);
         }
         if wanted("throughput") {
             eprintln!("harness: throughput at 1/16/64 concurrent clients");
