@@ -7,6 +7,8 @@ use serde::Deserializer as _;
 use serde::de::{self, IgnoredAny, MapAccess, Visitor};
 use sse_stream::Sse;
 
+mod bytes;
+
 /// Whether `sse` carries a JSON-RPC response (or error): a JSON object whose
 /// `id` is not null and which has no `method` (or a null one).
 ///
@@ -26,6 +28,12 @@ pub fn is_response(sse: &Sse) -> bool {
     let Some(data) = sse.data.as_deref().filter(|d| !d.is_empty()) else {
         return false;
     };
+    bytes::verdict(data.as_bytes()).unwrap_or_else(|| scanned(data))
+}
+
+/// [`is_response`] by `serde_json`: the answer wherever the byte scan leaves
+/// it (see `bytes`), and the model that scan is tested against.
+fn scanned(data: &str) -> bool {
     let mut keys = Keys::default();
     let mut json = serde_json::Deserializer::from_str(data);
     let read = json

@@ -67,6 +67,9 @@ fn value() -> impl Strategy<Value = serde_json::Value> {
         Just(serde_json::Value::Null),
         any::<bool>().prop_map(serde_json::Value::from),
         any::<i64>().prop_map(serde_json::Value::from),
+        any::<f64>()
+            .prop_filter("finite", |f| f.is_finite())
+            .prop_map(serde_json::Value::from),
         "[a-z\"\\\\ ]{0,6}".prop_map(serde_json::Value::from),
     ];
     leaf.prop_recursive(3, 16, 4, |inner| {
@@ -117,5 +120,114 @@ proptest! {
         }
         let prefix = &text[..at];
         prop_assert_eq!(is_response(&frame(prefix)), reference(prefix), "{}", prefix);
+    }
+}
+
+/// Text near JSON: an object's text with a few bytes replaced, inserted or
+/// removed, drawn from the characters JSON's grammar turns on.
+fn mutated() -> impl Strategy<Value = String> {
+    let alphabet = vec![
+        '{', '}', '[', ']', '"', ',', ':', '\\', '/', '0', '1', '9', '.', 'e', 'E', '+', '-', 't',
+        'r', 'n', 'u', 'l', 'f', 'a', 'b', ' ', '\n', '\t', '\u{1}', '\u{1f}', 'x', 'é',
+    ];
+    let edit = (
+        any::<prop::sample::Index>(),
+        0..3u8,
+        prop::sample::select(alphabet),
+    );
+    (object(), proptest::collection::vec(edit, 0..4)).prop_map(|(text, edits)| {
+        let mut chars: Vec<char> = text.chars().collect();
+        for (at, kind, c) in edits {
+            let at = at.index(chars.len() + 1);
+            match kind {
+                0 if at < chars.len() => chars[at] = c,
+                1 => chars.insert(at, c),
+                _ if at < chars.len() => {
+                    chars.remove(at);
+                }
+                _ => chars.push(c),
+            }
+        }
+        chars.into_iter().collect()
+    })
+}
+
+#[test]
+fn the_byte_scan_reads_the_grammar_as_serde_json_does() {
+    let cases = [
+        (r#"{"id":1,"result":{"n":-0.5e+3}}"#, Some(true)),
+        (r#"{"id":1,"result":01}"#, Some(false)),
+        (r#"{"id":1,"result":1.}"#, Some(false)),
+        (r#"{"id":1,"result":1e}"#, Some(false)),
+        (r#"{"id":1,"result":-}"#, Some(false)),
+        (r#"{"id":1,"result":"\u00e9\n\/"}"#, Some(true)),
+        (r#"{"id":1,"result":"\u00g9"}"#, Some(false)),
+        (r#"{"id":1,"result":"\x"}"#, Some(false)),
+        ("{\"id\":1,\"result\":\"a\u{1}\"}", Some(false)),
+        (r#"{"id":1,"result":[1,]}"#, Some(false)),
+        (r#"{"id":1,"result":{"a":1,}}"#, Some(false)),
+        (r#"{"id":1,"result":{1:2}}"#, Some(false)),
+        (r#"{"id":1,"result":{"a":1]}"#, Some(false)),
+        (r#"{"id":1,"result":[1}}"#, Some(false)),
+        (r#"{"id":1,"result":[[1],{"a":[2}]}"#, Some(false)),
+        (
+            r#"{"id":1,"result":[{},[],{"a":[{"b":null}]}]}"#,
+            Some(true),
+        ),
+        (r#"{"id":1,"result":nul}"#, Some(false)),
+        (r#"{"id":1,}"#, Some(false)),
+        (r#"{"id":nullx}"#, Some(false)),
+        (" {\"id\" :\t1 }\r\n", Some(true)),
+        (r#"{"method":"x","id":1} trailing"#, Some(false)),
+        // Left to serde_json: a top-level key with an escape.
+        (r#"{"\u0069d":1}"#, None),
+        (r#"{"id":1,"\u0069d":2}"#, None),
+    ];
+    for (data, expected) in cases {
+        assert_eq!(bytes::verdict(data.as_bytes()), expected, "{data}");
+        if let Some(answer) = expected {
+            assert_eq!(scanned(data), answer, "serde_json: {data}");
+        }
+    }
+}
+
+#[test]
+fn nesting_past_the_byte_scans_depth_goes_to_serde_json() {
+    // An empty container opens no level: 65 brackets, the innermost empty,
+    // hold 64 open.
+    for (depth, fast) in [(65, true), (66, false), (500, false)] {
+        let data = format!(
+            r#"{{"id":1,"result":{}{}}}"#,
+            "[".repeat(depth),
+            "]".repeat(depth)
+        );
+        assert_eq!(
+            bytes::verdict(data.as_bytes()).is_some(),
+            fast,
+            "depth {depth}"
+        );
+        assert!(is_response(&frame(&data)), "depth {depth}");
+        let cut = &data[..data.len() - 2];
+        assert!(!is_response(&frame(cut)), "depth {depth}, cut short");
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 4096, ..ProptestConfig::default() })]
+
+    /// The byte scan answers as the `serde_json` scan does wherever it
+    /// answers, and answers every object whose top-level keys have no
+    /// escape; on text near JSON, the probe answers as the reference does.
+    #[test]
+    fn the_byte_scan_answers_as_serde_json_does(text in object(), near in mutated()) {
+        let fast = bytes::verdict(text.as_bytes());
+        prop_assert!(fast.is_some() || text.contains("\\u00"), "left to serde_json: {}", text);
+        prop_assert!(fast.is_none_or(|answer| answer == scanned(&text)), "{}", text);
+        prop_assert!(
+            bytes::verdict(near.as_bytes()).is_none_or(|answer| answer == scanned(&near)),
+            "{}",
+            near
+        );
+        prop_assert_eq!(is_response(&frame(&near)), reference(&near), "{}", near);
     }
 }
