@@ -135,9 +135,7 @@ async fn latency(quick: bool) -> AnyResult<Value> {
     for side in Side::BOTH {
         let url = serve(side, &ct).await?;
         let client = client(side, &url).await?;
-        for _ in 0..200 {
-            client.call_tool(sum()?).await?;
-        }
+        warm_up(&client).await?;
         clients.push((side, client, Vec::with_capacity(rounds * block)));
     }
     for round in 0..rounds {
@@ -149,11 +147,7 @@ async fn latency(quick: bool) -> AnyResult<Value> {
         };
         for i in order {
             let (_, client, samples) = &mut clients[i];
-            for _ in 0..block {
-                let started = Instant::now();
-                client.call_tool(sum()?).await?;
-                samples.push(started.elapsed());
-            }
+            timed_calls(client, block, samples).await?;
         }
     }
     let mut out = serde_json::Map::new();
@@ -173,6 +167,28 @@ async fn latency(quick: bool) -> AnyResult<Value> {
     Ok(Value::Object(out))
 }
 
+/// Calls enough to settle a new client's connection, allocator and caches.
+async fn warm_up(client: &RunningService<RoleClient, ClientConfig>) -> AnyResult<()> {
+    for _ in 0..200 {
+        client.call_tool(sum()?).await?;
+    }
+    Ok(())
+}
+
+/// `calls` sequential tool calls, each one's round trip added to `samples`.
+async fn timed_calls(
+    client: &RunningService<RoleClient, ClientConfig>,
+    calls: usize,
+    samples: &mut Vec<Duration>,
+) -> AnyResult<()> {
+    for _ in 0..calls {
+        let started = Instant::now();
+        client.call_tool(sum()?).await?;
+        samples.push(started.elapsed());
+    }
+    Ok(())
+}
+
 /// p50 of a tool call for each pairing of server and client, in interleaved
 /// blocks, so that a gap in [`latency`] can be placed on one side.
 async fn pairs(quick: bool) -> AnyResult<Value> {
@@ -183,9 +199,7 @@ async fn pairs(quick: bool) -> AnyResult<Value> {
         let url = serve(server, &ct).await?;
         for side in Side::BOTH {
             let client = client(side, &url).await?;
-            for _ in 0..200 {
-                client.call_tool(sum()?).await?;
-            }
+            warm_up(&client).await?;
             let name = format!("server-{}/client-{}", server.name(), side.name());
             pairs.push((name, client, Vec::with_capacity(rounds * block)));
         }
@@ -194,11 +208,7 @@ async fn pairs(quick: bool) -> AnyResult<Value> {
         // Each round starts from another pairing.
         for k in 0..pairs.len() {
             let (_, client, samples) = &mut pairs[(round + k) % 4];
-            for _ in 0..block {
-                let started = Instant::now();
-                client.call_tool(sum()?).await?;
-                samples.push(started.elapsed());
-            }
+            timed_calls(client, block, samples).await?;
         }
     }
     let mut out = serde_json::Map::new();
@@ -283,9 +293,7 @@ async fn allocations(quick: bool) -> AnyResult<Value> {
         let url = serve(server, &ct).await?;
         for side in Side::BOTH {
             let client = client(side, &url).await?;
-            for _ in 0..200 {
-                client.call_tool(sum()?).await?;
-            }
+            warm_up(&client).await?;
             let before = ALLOCATIONS.load(Ordering::Relaxed);
             for _ in 0..calls {
                 client.call_tool(sum()?).await?;
