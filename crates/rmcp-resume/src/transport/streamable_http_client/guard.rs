@@ -44,11 +44,19 @@ pub fn resume_failure(error: &crate::ServiceError) -> Option<ResumeFailure> {
 #[derive(Clone)]
 pub struct ResumeGuard<C> {
     inner: C,
+    /// One allocation for what every stream of the session reads: each
+    /// request clones the guard into its future, which upstream's worker
+    /// then moves by value, so the guard is kept to two words and a client.
+    shared: Arc<Shared>,
+}
+
+/// What a guard's streams share.
+struct Shared {
     retry: Arc<dyn SseRetryPolicy>,
     resume: ResumeConfig,
     /// The session whose standalone stream gave up, so a caller that
     /// reconnects regardless gets a terminal answer instead of a new loop.
-    gave_up: Arc<Mutex<Option<Arc<str>>>>,
+    gave_up: Mutex<Option<Arc<str>>>,
     /// The custom headers of the last request, kept for its resumes. Under
     /// the 2025 revisions a session's requests carry the same ones, so
     /// each request shares this copy instead of making its own. From
@@ -57,7 +65,7 @@ pub struct ResumeGuard<C> {
     /// its own, as every request did before. The copy lives as long as the
     /// guard, as the standalone stream's connector keeps its headers for
     /// the session's life.
-    headers: Arc<Mutex<Option<Headers>>>,
+    headers: Mutex<Option<Headers>>,
 }
 
 /// Custom headers, shared between a request and its resumes.
@@ -79,7 +87,7 @@ impl<C: std::fmt::Debug> std::fmt::Debug for ResumeGuard<C> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ResumeGuard")
             .field("inner", &self.inner)
-            .field("resume", &self.resume)
+            .field("resume", &self.shared.resume)
             .finish_non_exhaustive()
     }
 }
@@ -89,17 +97,19 @@ impl<C: StreamableHttpClient> ResumeGuard<C> {
     pub fn new(inner: C, retry: Arc<dyn SseRetryPolicy>, resume: ResumeConfig) -> Self {
         Self {
             inner,
-            retry,
-            resume,
-            gave_up: Arc::default(),
-            headers: Arc::default(),
+            shared: Arc::new(Shared {
+                retry,
+                resume,
+                gave_up: Mutex::default(),
+                headers: Mutex::default(),
+            }),
         }
     }
 
     /// A shared copy of `headers` for a request's resumes: the last
     /// request's when they are the same.
     fn kept_headers(&self, headers: &HashMap<HeaderName, HeaderValue>) -> Headers {
-        let Ok(mut kept) = self.headers.lock() else {
+        let Ok(mut kept) = self.shared.headers.lock() else {
             return Arc::new(headers.clone());
         };
         match kept.as_ref() {
@@ -376,8 +386,8 @@ impl<C: StreamableHttpClient> ResumeGuard<C> {
                     guard_request_stream(
                         stream,
                         connector,
-                        Policy(this.retry.clone()),
-                        this.resume.clone(),
+                        Policy(this.shared.retry.clone()),
+                        this.shared.resume.clone(),
                         request,
                         resumable,
                     )
@@ -395,14 +405,14 @@ impl<C: StreamableHttpClient> ResumeGuard<C> {
         msg: ClientJsonRpcMessage,
         mut response: PostResult<C::Error>,
     ) -> PostResult<C::Error> {
-        let policy = Policy(self.retry.clone());
+        let policy = Policy(self.shared.retry.clone());
         let mut failures = 0;
         while let Err(error) = &response {
             if !lost_in_transit(error) {
                 break;
             }
             failures += 1;
-            let Some(delay) = resend_handshake(failures, &self.resume, &policy) else {
+            let Some(delay) = resend_handshake(failures, &self.shared.resume, &policy) else {
                 break;
             };
             tracing::debug!(%error, failures, ?delay, "handshake POST lost in transit; sending it again");
@@ -456,7 +466,12 @@ impl<C: StreamableHttpClient> ResumeGuard<C> {
         event_limit: usize,
     ) -> impl Future<Output = GetResult<C::Error>> + Send + '_ {
         let this = self.clone();
-        let gave_up = self.gave_up.lock().map(|g| g.clone()).unwrap_or_default();
+        let gave_up = self
+            .shared
+            .gave_up
+            .lock()
+            .map(|g| g.clone())
+            .unwrap_or_default();
         let refused = gave_up.is_some() && gave_up == sid;
         // Revisions from 2026-07-28 have no resumption and no standalone
         // stream; what upstream's worker asks for then is its own affair,
@@ -512,22 +527,21 @@ impl<C: StreamableHttpClient> ResumeGuard<C> {
                     cursor,
                     connector,
                     scope,
-                    this.retry.clone(),
-                    this.resume.clone(),
+                    this.shared.retry.clone(),
+                    this.shared.resume.clone(),
                 )
             });
-            let gave_up = this.gave_up.clone();
-            let on_discontinuity = this.resume.on_discontinuity.clone();
+            let shared = this.shared.clone();
             let frames = frames.filter_map(move |frame| {
                 let outcome = match frame {
                     Ok(sse) => Some(Ok(sse)),
                     Err(error) => {
                         // Once per stream, and the application is told.
                         tracing::warn!(parent: &span, %error, "standalone SSE stream given up; no further server notifications");
-                        if let Some(observer) = &on_discontinuity {
+                        if let Some(observer) = &shared.resume.on_discontinuity {
                             observer(&Discontinuity::given_up(error.to_string()));
                         }
-                        if let Ok(mut slot) = gave_up.lock() {
+                        if let Ok(mut slot) = shared.gave_up.lock() {
                             *slot = sid.clone();
                         }
                         None
