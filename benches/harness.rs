@@ -206,8 +206,9 @@ async fn pairs(quick: bool) -> AnyResult<Value> {
     }
     for round in 0..rounds {
         // Each round starts from another pairing.
-        for k in 0..pairs.len() {
-            let (_, client, samples) = &mut pairs[(round + k) % 4];
+        let count = pairs.len();
+        for k in 0..count {
+            let (_, client, samples) = &mut pairs[(round + k) % count];
             timed_calls(client, block, samples).await?;
         }
     }

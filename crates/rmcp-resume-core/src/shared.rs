@@ -201,9 +201,12 @@ pub trait SharedLog: Send + Sync + 'static {
     /// (unreachable, timing out) before it gives the session up. Readers
     /// wait at their gates meanwhile: nothing uncommitted is sent.
     fn outage_limit(&self) -> std::time::Duration {
-        std::time::Duration::from_secs(30)
+        DEFAULT_OUTAGE_LIMIT
     }
 }
+
+/// [`SharedLog::outage_limit`] unless a backend says otherwise: 30 s.
+pub const DEFAULT_OUTAGE_LIMIT: std::time::Duration = std::time::Duration::from_secs(30);
 
 mod gate;
 mod holder;

@@ -27,10 +27,13 @@ pub struct RedisLogConfig {
     /// after a read that still owed its reader events (at most
     /// `session_ttl`): as in-process (`SessionConfig::completed_cache_ttl`),
     /// so that Redis holds a finished call for a minute, not for the
-    /// session's hour. Keep it above the outage limit (30 s), for which a
-    /// commit may be retried: a retry that finds its stream expired writes
-    /// it again as a new one.
+    /// session's hour. A shorter one is taken as `outage_limit`, for
+    /// which a commit may be retried: a retry that found its stream
+    /// expired would write it again as a new one.
     pub answered_ttl: Duration,
+    /// How long an owner retries a commit Redis does not take before it
+    /// gives the session up (default 30 s); readers wait meanwhile.
+    pub outage_limit: Duration,
     /// How long one blocking read of a live tail waits before it looks at
     /// the lease again.
     pub tail_poll: Duration,
@@ -47,6 +50,7 @@ impl Default for RedisLogConfig {
             lease: Duration::from_secs(10),
             session_ttl: Duration::from_secs(3600),
             answered_ttl: Duration::from_secs(60),
+            outage_limit: rmcp_resume_core::shared::DEFAULT_OUTAGE_LIMIT,
             tail_poll: Duration::from_millis(500),
             read_batch: 256,
         }
@@ -61,9 +65,11 @@ impl RedisLogConfig {
     /// a reader that has not read yet.
     pub const MIN_MATCHED_ANSWERED_TTL: Duration = Duration::from_secs(60);
 
-    /// `answered_ttl`, at most `session_ttl`.
+    /// `answered_ttl`, at least `outage_limit` and at most `session_ttl`.
     pub(crate) fn answered_ttl(&self) -> Duration {
-        self.answered_ttl.min(self.session_ttl)
+        self.answered_ttl
+            .max(self.outage_limit)
+            .min(self.session_ttl)
     }
 
     /// The defaults, with `prefix` for every key.
@@ -104,4 +110,25 @@ pub(crate) fn millis(duration: Duration) -> u64 {
     u64::try_from(duration.as_millis())
         .unwrap_or(u64::MAX)
         .max(1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_answered_ttl_below_the_outage_limit_is_raised_to_it() {
+        let mut config = RedisLogConfig {
+            answered_ttl: Duration::from_secs(1),
+            ..RedisLogConfig::default()
+        };
+        assert_eq!(config.answered_ttl(), Duration::from_secs(30));
+        config.outage_limit = Duration::from_secs(2);
+        assert_eq!(config.answered_ttl(), Duration::from_secs(2));
+        config.answered_ttl = Duration::from_secs(90);
+        assert_eq!(config.answered_ttl(), Duration::from_secs(90));
+        // The session's own lifetime still bounds it.
+        config.session_ttl = Duration::from_secs(10);
+        assert_eq!(config.answered_ttl(), Duration::from_secs(10));
+    }
 }

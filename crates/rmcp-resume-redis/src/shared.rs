@@ -254,4 +254,8 @@ impl SharedLog for RedisShared {
     fn renew_every(&self) -> Duration {
         self.log.config().lease / 3
     }
+
+    fn outage_limit(&self) -> Duration {
+        self.log.config().outage_limit
+    }
 }

@@ -408,6 +408,8 @@ async fn an_answered_call_is_kept_answered_ttl_and_an_open_one_session_ttl() {
     let server = RedisServer::start();
     let mut short = config();
     short.answered_ttl = Duration::from_secs(3);
+    // Kept at least as long as a commit may be retried.
+    short.outage_limit = Duration::from_secs(2);
     let log = connect(&server, short).await;
     let redis = common::raw(&server).await;
     let lease = owned(&log, "k", "a").await;
