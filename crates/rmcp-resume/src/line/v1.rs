@@ -127,6 +127,7 @@ pub(crate) fn known_version(text: &str) -> Option<crate::model::ProtocolVersion>
 #[cfg(all(
     any(feature = "client", feature = "server"),
     feature = "transport-streamable-http-server",
+    not(feature = "local"),
     not(rmcp_line_0_16)
 ))]
 pub(crate) fn unknown_version() -> Option<crate::model::ProtocolVersion> {
@@ -184,8 +185,10 @@ mod server {
     use futures::Stream;
 
     use crate::model::{RequestId, ServerRequest};
+    use crate::transport::streamable_http_server::session::ServerSseMessage;
+    #[cfg(not(feature = "local"))]
+    use crate::transport::streamable_http_server::session::SessionManager;
     use crate::transport::streamable_http_server::session::local::SessionError;
-    use crate::transport::streamable_http_server::session::{ServerSseMessage, SessionManager};
 
     use crate::model::ServerJsonRpcMessage;
     use crate::transport::worker::WorkerQuitReason;
@@ -205,7 +208,11 @@ mod server {
     pub(crate) use with_session_store;
 
     /// The service's session store, if it has one.
-    #[cfg(all(feature = "transport-streamable-http-server", not(rmcp_line_0_17)))]
+    #[cfg(all(
+        feature = "transport-streamable-http-server",
+        not(feature = "local"),
+        not(rmcp_line_0_17)
+    ))]
     pub(crate) fn session_store(
         config: &crate::transport::StreamableHttpServerConfig,
     ) -> Option<&std::sync::Arc<dyn crate::transport::streamable_http_server::session::SessionStore>>
@@ -249,6 +256,8 @@ mod server {
     }
 
     /// An event with an id.
+    // Only the tower service (no `local` build) writes these.
+    #[cfg(not(feature = "local"))]
     pub(crate) fn sse_event(id: String, message: ServerJsonRpcMessage) -> ServerSseMessage {
         frame(Some(id), Some(message), None)
     }
@@ -259,6 +268,7 @@ mod server {
     }
 
     /// A priming frame: an id and the client's reconnect delay.
+    #[cfg(not(feature = "local"))]
     pub(crate) fn priming(id: String, retry: std::time::Duration) -> ServerSseMessage {
         frame(Some(id), None, Some(retry))
     }
@@ -350,11 +360,12 @@ mod server {
     }
 
     /// 1.8 names the session switch `stateful_mode`.
-    #[cfg(feature = "transport-streamable-http-server")]
+    #[cfg(all(feature = "transport-streamable-http-server", not(feature = "local")))]
     pub(crate) fn session_mode(config: &crate::transport::StreamableHttpServerConfig) -> bool {
         config.stateful_mode
     }
 
+    #[cfg(not(feature = "local"))]
     pub(crate) fn has_event_store<M: SessionManager>(_manager: &M) -> bool {
         false
     }

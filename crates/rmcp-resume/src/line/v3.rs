@@ -49,7 +49,8 @@ pub(crate) use crate::transport::common::http_header::HEADER_MCP_PROTOCOL_VERSIO
 /// it is refused (`400`), as upstream refuses it.
 #[cfg(all(
     any(feature = "client", feature = "server"),
-    feature = "transport-streamable-http-server"
+    feature = "transport-streamable-http-server",
+    not(feature = "local")
 ))]
 pub(crate) fn unknown_version() -> Option<crate::model::ProtocolVersion> {
     None
@@ -82,11 +83,11 @@ mod server {
     use crate::model::ServerJsonRpcMessage;
     use crate::model::{GetExtensions, RequestId, ServerRequest};
     use crate::transport::common::server_side_http::SessionId;
+    #[cfg(not(feature = "local"))]
+    use crate::transport::streamable_http_server::session::SessionManager;
     use crate::transport::streamable_http_server::session::local::SessionError;
     use crate::transport::streamable_http_server::session::local::store_id::EventIdKey;
-    use crate::transport::streamable_http_server::session::{
-        EventStore, ServerSseMessage, SessionManager,
-    };
+    use crate::transport::streamable_http_server::session::{EventStore, ServerSseMessage};
     pub(crate) use crate::transport::streamable_http_server::session::{
         EventStoreError, EventStream,
     };
@@ -100,7 +101,7 @@ mod server {
     pub(crate) use with_session_store;
 
     /// The service's session store, if it has one.
-    #[cfg(feature = "transport-streamable-http-server")]
+    #[cfg(all(feature = "transport-streamable-http-server", not(feature = "local")))]
     pub(crate) fn session_store(
         config: &crate::transport::StreamableHttpServerConfig,
     ) -> Option<&Arc<dyn crate::transport::streamable_http_server::session::SessionStore>> {
@@ -113,6 +114,8 @@ mod server {
     }
 
     /// An event with an id.
+    // Only the tower service (no `local` build) writes these.
+    #[cfg(not(feature = "local"))]
     pub(crate) fn sse_event(id: String, message: ServerJsonRpcMessage) -> ServerSseMessage {
         ServerSseMessage::new(id, message)
     }
@@ -123,6 +126,8 @@ mod server {
     }
 
     /// A priming frame: an id and the client's reconnect delay.
+    // Only the tower service (no `local` build) writes these.
+    #[cfg(not(feature = "local"))]
     pub(crate) fn priming(id: String, retry: std::time::Duration) -> ServerSseMessage {
         ServerSseMessage::priming(id, retry)
     }
@@ -247,12 +252,13 @@ mod server {
     }
 
     /// Whether the service keeps sessions for the revisions that have them.
-    #[cfg(feature = "transport-streamable-http-server")]
+    #[cfg(all(feature = "transport-streamable-http-server", not(feature = "local")))]
     pub(crate) fn session_mode(config: &crate::transport::StreamableHttpServerConfig) -> bool {
         config.legacy_session_mode
     }
 
     /// Whether `manager` answers resumes from a shared event store.
+    #[cfg(not(feature = "local"))]
     pub(crate) fn has_event_store<M: SessionManager>(manager: &M) -> bool {
         manager.event_store().is_some()
     }
