@@ -48,8 +48,9 @@ use crate::resumption::StreamScope;
 /// `first` is the stream already open (a POST response or the first GET),
 /// `cursor` the `Last-Event-ID` it starts from. The stream's log lines are
 /// children of the span that is current when this is called. Message frames
-/// and priming frames (an id or a `retry` without data) pass through; other
-/// event types are dropped.
+/// and priming frames (an id or a `retry` without data) pass through, except
+/// that a request stream's priming frame keeps its id (its `retry` goes on,
+/// a frame with neither is dropped); other event types are dropped.
 pub fn resuming_frames<C: Connector, P: RetryPolicy + 'static>(
     first: Option<SseFrames>,
     cursor: Option<String>,

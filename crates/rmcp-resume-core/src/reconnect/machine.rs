@@ -166,6 +166,29 @@ fn draining_now(state: &State) -> bool {
 
 /// Whether `sse` carries a message (priming frames carry an id, a `retry`,
 /// or nothing).
+/// A frame's event id: borrowed from a frame that goes on, or owned when
+/// the frame stops at the machine.
+enum Id<'a> {
+    Shared(&'a str),
+    Owned(String),
+}
+
+impl Id<'_> {
+    fn as_str(&self) -> &str {
+        match self {
+            Self::Shared(id) => id,
+            Self::Owned(id) => id,
+        }
+    }
+
+    fn into_string(self) -> String {
+        match self {
+            Self::Shared(id) => id.to_owned(),
+            Self::Owned(id) => id,
+        }
+    }
+}
+
 fn carries_data(sse: &Sse) -> bool {
     sse.data.as_deref().is_some_and(|d| !d.is_empty())
 }
@@ -545,7 +568,7 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
         };
     }
 
-    fn on_frame(&mut self, sse: Sse) -> Frame<C::Error> {
+    fn on_frame(&mut self, mut sse: Sse) -> Frame<C::Error> {
         if let Some(retry) = sse.retry {
             self.server_retry = Some(Duration::from_millis(retry));
         }
@@ -563,8 +586,23 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
                 *checker = None;
             }
         }
-        if let Some(id) = sse.id.as_deref().filter(|id| !id.is_empty()) {
-            let carries_data = carries_data(&sse);
+        let carries_data = carries_data(&sse);
+        let is_message = matches!(sse.event.as_deref(), None | Some("") | Some("message"));
+        // A request stream's frame without data (its priming event) keeps
+        // its id here: the worker reads only messages, and every resume of
+        // this stream is the machine's, so the id moves into the cursor
+        // instead of being copied there and again by the worker's reader.
+        // Its `retry` goes on (see below).
+        let kept_here = self.scope == StreamScope::Request && !carries_data && is_message;
+        let id = match sse.id.take() {
+            Some(id) if kept_here => Some(Id::Owned(id)),
+            Some(id) => {
+                sse.id = Some(id);
+                sse.id.as_deref().map(Id::Shared)
+            }
+            None => None,
+        };
+        if let Some(id) = id.filter(|id| !id.as_str().is_empty()) {
             let open = matches!(
                 self.state,
                 State::Verifying { .. } | State::Following { .. }
@@ -574,7 +612,7 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
                 // message left it until the stream closes as a poll, so that
                 // a refresh or a break replays what the server may have
                 // missed while attaching this one.
-                self.provisional = Some(id.to_owned());
+                self.provisional = Some(id.into_string());
                 return Frame::Skip;
             }
             match self.on_id(id, carries_data) {
@@ -584,10 +622,15 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
                 Err(failure) => return Frame::Fail(failure, Some(Box::new(sse))),
             }
         }
-        let is_message = matches!(sse.event.as_deref(), None | Some("") | Some("message"));
         if !is_message {
             return Frame::Skip;
         }
+        if kept_here && sse.retry.is_none() {
+            return Frame::Skip;
+        }
+        // The worker's reader still hears the server's `retry` (without
+        // the id): it paces a reconnect that reader would make of a stream
+        // that ends after its response, while it drains it.
         // A message without an id is not progress: a server that sends one
         // and closes would otherwise be resumed at its `retry` forever.
         Frame::Pass(sse)
@@ -704,7 +747,12 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
     }
 
     /// Checks an event id; `Ok(false)` drops the event as a duplicate.
-    fn on_id(&mut self, id: &str, carries_data: bool) -> Result<bool, ResumeStreamError<C::Error>> {
+    fn on_id(
+        &mut self,
+        given: Id<'_>,
+        carries_data: bool,
+    ) -> Result<bool, ResumeStreamError<C::Error>> {
+        let id = given.as_str();
         // Upstream rmcp's standalone stream primes with id `0` and numbers
         // its first event `0` too: a message repeating an id only a priming
         // frame carried is new, not a copy.
@@ -796,13 +844,14 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
         }
         if self.cursor.as_deref() != Some(id) {
             // The last id's buffer takes the next: ids of one stream are of
-            // about one length, so a stream allocates for its first only.
-            match &mut self.cursor {
-                Some(cursor) => {
+            // about one length, so a stream allocates for its first only,
+            // and not even then when the frame gave its id away.
+            match (&mut self.cursor, given) {
+                (None, given) => self.cursor = Some(given.into_string()),
+                (Some(cursor), given) => {
                     cursor.clear();
-                    cursor.push_str(id);
+                    cursor.push_str(given.as_str());
                 }
-                None => self.cursor = Some(id.to_owned()),
             }
             self.primed = !carries_data;
             self.progress();

@@ -1265,3 +1265,56 @@ mod attack2;
 mod findings;
 /// A property test against a scripted server model (issue #24).
 mod model;
+
+/// A request stream's priming frame tells the worker nothing but its
+/// `retry` (it reads messages only) and every resume of the stream is the
+/// machine's: the frame's id stops at the machine, which resumes from it.
+#[tokio::test(start_paused = true)]
+async fn a_request_streams_priming_frame_stops_at_the_machine_which_resumes_from_it() {
+    let first = opened(vec![priming("0/3", 10)]);
+    let (script, log) = Script::new(
+        vec![Answer::Frames(vec![priming("0/3", 10), response("1/3")])],
+        || Answer::Frames(vec![]),
+    );
+    let stream = resuming_frames(
+        Some(first),
+        None,
+        script,
+        StreamScope::Request,
+        fixed(Some(3), 10),
+        ResumeConfig::default(),
+    );
+    let frames: Vec<Sse> = stream
+        .take(10)
+        .map(|frame| frame.expect("no error"))
+        .collect()
+        .await;
+    let retry_only = |ms| Sse {
+        id: None,
+        ..priming("", ms)
+    };
+    // The resume's priming frame repeats the cursor: a duplicate, dropped.
+    assert_eq!(frames, [retry_only(10), response("1/3")]);
+    assert_eq!(log.cursors(), [cut_after("0/3")]);
+}
+
+/// The standalone stream's priming frames still reach its reader.
+#[tokio::test(start_paused = true)]
+async fn a_standalone_streams_priming_frame_goes_on() {
+    let first = opened(vec![priming("0", 10), list_changed("1")]);
+    let (script, _log) = Script::new(vec![], || Answer::Stall(vec![]));
+    let stream = resuming_frames(
+        Some(first),
+        None,
+        script,
+        StreamScope::Standalone,
+        fixed(Some(1), 10),
+        ResumeConfig::default(),
+    );
+    let frames: Vec<Sse> = stream
+        .take(2)
+        .map(|frame| frame.expect("no error"))
+        .collect()
+        .await;
+    assert_eq!(frames, [priming("0", 10), list_changed("1")]);
+}
