@@ -49,8 +49,9 @@ use crate::resumption::StreamScope;
 /// `cursor` the `Last-Event-ID` it starts from. The stream's log lines are
 /// children of the span that is current when this is called. Message frames
 /// and priming frames (an id or a `retry` without data) pass through, except
-/// that a request stream's priming frame keeps its id (its `retry` goes on,
-/// a frame with neither is dropped); other event types are dropped.
+/// that a request stream's priming frame leaves its id with the machine: it
+/// goes on as its `retry` alone, or not at all without one. Other event
+/// types are dropped.
 pub fn resuming_frames<C: Connector, P: RetryPolicy + 'static>(
     first: Option<SseFrames>,
     cursor: Option<String>,

@@ -164,8 +164,6 @@ fn draining_now(state: &State) -> bool {
     matches!(state, State::Draining { .. })
 }
 
-/// Whether `sse` carries a message (priming frames carry an id, a `retry`,
-/// or nothing).
 /// A frame's event id: borrowed from a frame that goes on, or owned when
 /// the frame stops at the machine.
 enum Id<'a> {
@@ -189,6 +187,8 @@ impl Id<'_> {
     }
 }
 
+/// Whether `sse` carries a message (priming frames carry an id, a `retry`,
+/// or nothing).
 fn carries_data(sse: &Sse) -> bool {
     sse.data.as_deref().is_some_and(|d| !d.is_empty())
 }

@@ -1293,7 +1293,8 @@ async fn a_request_streams_priming_frame_stops_at_the_machine_which_resumes_from
         id: None,
         ..priming("", ms)
     };
-    // The resume's priming frame repeats the cursor: a duplicate, dropped.
+    // The resume's priming frame (an unvouched server's) waits as the
+    // provisional cursor and is not passed on.
     assert_eq!(frames, [retry_only(10), response("1/3")]);
     assert_eq!(log.cursors(), [cut_after("0/3")]);
 }
@@ -1317,4 +1318,34 @@ async fn a_standalone_streams_priming_frame_goes_on() {
         .collect()
         .await;
     assert_eq!(frames, [priming("0", 10), list_changed("1")]);
+}
+
+/// A request stream's priming frame without a `retry` goes no further, and
+/// a later one's id replaces the cursor in the same buffer.
+#[tokio::test(start_paused = true)]
+async fn a_request_streams_priming_frames_without_retry_stay_with_the_machine() {
+    let bare = |id: &str| Sse {
+        retry: None,
+        ..priming(id, 0)
+    };
+    let first = opened(vec![bare("0/3"), progress("1/3", 1), bare("2/3")]);
+    let (script, log) = Script::new(vec![Answer::Frames(vec![response("3/3")])], || {
+        Answer::Frames(vec![])
+    });
+    let stream = resuming_frames(
+        Some(first),
+        None,
+        script,
+        StreamScope::Request,
+        fixed(Some(3), 10),
+        ResumeConfig::default(),
+    );
+    let frames: Vec<Sse> = stream
+        .take(10)
+        .map(|frame| frame.expect("no error"))
+        .collect()
+        .await;
+    assert_eq!(frames, [progress("1/3", 1), response("3/3")]);
+    // The close after the last priming frame resumes from its id.
+    assert_eq!(log.cursors(), [cut_after("2/3")]);
 }
