@@ -1266,29 +1266,32 @@ mod findings;
 /// A property test against a scripted server model (issue #24).
 mod model;
 
+/// The first `limit` frames a fresh stream of `scope` yields, none an error.
+async fn frames_of(first: Vec<Sse>, script: Script, scope: StreamScope, limit: usize) -> Vec<Sse> {
+    resuming_frames(
+        Some(opened(first)),
+        None,
+        script,
+        scope,
+        fixed(Some(3), 10),
+        ResumeConfig::default(),
+    )
+    .take(limit)
+    .map(|frame| frame.expect("no error"))
+    .collect()
+    .await
+}
+
 /// A request stream's priming frame tells the worker nothing but its
 /// `retry` (it reads messages only) and every resume of the stream is the
 /// machine's: the frame's id stops at the machine, which resumes from it.
 #[tokio::test(start_paused = true)]
 async fn a_request_streams_priming_frame_stops_at_the_machine_which_resumes_from_it() {
-    let first = opened(vec![priming("0/3", 10)]);
     let (script, log) = Script::new(
         vec![Answer::Frames(vec![priming("0/3", 10), response("1/3")])],
         || Answer::Frames(vec![]),
     );
-    let stream = resuming_frames(
-        Some(first),
-        None,
-        script,
-        StreamScope::Request,
-        fixed(Some(3), 10),
-        ResumeConfig::default(),
-    );
-    let frames: Vec<Sse> = stream
-        .take(10)
-        .map(|frame| frame.expect("no error"))
-        .collect()
-        .await;
+    let frames = frames_of(vec![priming("0/3", 10)], script, StreamScope::Request, 10).await;
     let retry_only = |ms| Sse {
         id: None,
         ..priming("", ms)
@@ -1302,21 +1305,9 @@ async fn a_request_streams_priming_frame_stops_at_the_machine_which_resumes_from
 /// The standalone stream's priming frames still reach its reader.
 #[tokio::test(start_paused = true)]
 async fn a_standalone_streams_priming_frame_goes_on() {
-    let first = opened(vec![priming("0", 10), list_changed("1")]);
     let (script, _log) = Script::new(vec![], || Answer::Stall(vec![]));
-    let stream = resuming_frames(
-        Some(first),
-        None,
-        script,
-        StreamScope::Standalone,
-        fixed(Some(1), 10),
-        ResumeConfig::default(),
-    );
-    let frames: Vec<Sse> = stream
-        .take(2)
-        .map(|frame| frame.expect("no error"))
-        .collect()
-        .await;
+    let first = vec![priming("0", 10), list_changed("1")];
+    let frames = frames_of(first, script, StreamScope::Standalone, 2).await;
     assert_eq!(frames, [priming("0", 10), list_changed("1")]);
 }
 
@@ -1328,23 +1319,11 @@ async fn a_request_streams_priming_frames_without_retry_stay_with_the_machine() 
         retry: None,
         ..priming(id, 0)
     };
-    let first = opened(vec![bare("0/3"), progress("1/3", 1), bare("2/3")]);
     let (script, log) = Script::new(vec![Answer::Frames(vec![response("3/3")])], || {
         Answer::Frames(vec![])
     });
-    let stream = resuming_frames(
-        Some(first),
-        None,
-        script,
-        StreamScope::Request,
-        fixed(Some(3), 10),
-        ResumeConfig::default(),
-    );
-    let frames: Vec<Sse> = stream
-        .take(10)
-        .map(|frame| frame.expect("no error"))
-        .collect()
-        .await;
+    let first = vec![bare("0/3"), progress("1/3", 1), bare("2/3")];
+    let frames = frames_of(first, script, StreamScope::Request, 10).await;
     assert_eq!(frames, [progress("1/3", 1), response("3/3")]);
     // The close after the last priming frame resumes from its id.
     assert_eq!(log.cursors(), [cut_after("2/3")]);
