@@ -594,13 +594,10 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
         // instead of being copied there and again by the worker's reader.
         // Its `retry` goes on (see below).
         let kept_here = self.scope == StreamScope::Request && !carries_data && is_message;
-        let id = match sse.id.take() {
-            Some(id) if kept_here => Some(Id::Owned(id)),
-            Some(id) => {
-                sse.id = Some(id);
-                sse.id.as_deref().map(Id::Shared)
-            }
-            None => None,
+        let id = if kept_here {
+            sse.id.take().map(Id::Owned)
+        } else {
+            sse.id.as_deref().map(Id::Shared)
         };
         if let Some(id) = id.filter(|id| !id.as_str().is_empty()) {
             let open = matches!(
@@ -628,9 +625,9 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
         if kept_here && sse.retry.is_none() {
             return Frame::Skip;
         }
-        // The worker's reader still hears the server's `retry` (without
-        // the id): it paces a reconnect that reader would make of a stream
-        // that ends after its response, while it drains it.
+        // Otherwise the worker's reader still hears the server's `retry`
+        // (without the id): it paces a reconnect that reader would make of
+        // a stream that ends after its response, while it drains it.
         // A message without an id is not progress: a server that sends one
         // and closes would otherwise be resumed at its `retry` forever.
         Frame::Pass(sse)
@@ -846,12 +843,12 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
             // The last id's buffer takes the next: ids of one stream are of
             // about one length, so a stream allocates for its first only,
             // and not even then when the frame gave its id away.
-            match (&mut self.cursor, given) {
-                (None, given) => self.cursor = Some(given.into_string()),
-                (Some(cursor), given) => {
+            match &mut self.cursor {
+                Some(cursor) => {
                     cursor.clear();
                     cursor.push_str(given.as_str());
                 }
+                None => self.cursor = Some(given.into_string()),
             }
             self.primed = !carries_data;
             self.progress();
