@@ -261,3 +261,78 @@ async fn a_busy_servers_retry_after_is_honoured() -> anyhow::Result<()> {
     ct.cancel();
     Ok(())
 }
+
+/// The `sse_stream` spans made while a client ran: each one's fields.
+#[derive(Clone, Default)]
+struct StreamSpans(Arc<Mutex<Vec<std::collections::BTreeMap<String, String>>>>);
+
+struct Fields<'a>(&'a mut std::collections::BTreeMap<String, String>);
+
+impl tracing::field::Visit for Fields<'_> {
+    fn record_str(&mut self, field: &tracing::field::Field, value: &str) {
+        self.0.insert(field.name().to_owned(), value.to_owned());
+    }
+
+    fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+        self.0.insert(field.name().to_owned(), format!("{value:?}"));
+    }
+}
+
+impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for StreamSpans {
+    fn on_new_span(
+        &self,
+        attrs: &tracing::span::Attributes<'_>,
+        _: &tracing::span::Id,
+        _: tracing_subscriber::layer::Context<'_, S>,
+    ) {
+        if attrs.metadata().name() != "sse_stream" {
+            return;
+        }
+        let mut fields = std::collections::BTreeMap::new();
+        attrs.record(&mut Fields(&mut fields));
+        if let Ok(mut spans) = self.0.lock() {
+            spans.push(fields);
+        }
+    }
+}
+
+impl StreamSpans {
+    /// The fields of the request streams' spans.
+    fn of_requests(&self) -> Vec<std::collections::BTreeMap<String, String>> {
+        let spans = self.0.lock().map(|s| s.clone()).unwrap_or_default();
+        spans
+            .into_iter()
+            .filter(|f| f.get("stream").map(String::as_str) == Some("Request"))
+            .collect()
+    }
+}
+
+/// Under a subscriber that records spans (any that shows warnings), an
+/// answered call makes no span for its stream, and a call whose stream
+/// logs gets its lines under one with the session and the request. The
+/// runtime is single-threaded, so the subscriber sees every task.
+#[tokio::test]
+async fn a_calls_stream_makes_a_span_only_for_what_it_logs() -> anyhow::Result<()> {
+    use tracing_subscriber::layer::SubscriberExt;
+    let spans = StreamSpans::default();
+    let _default =
+        tracing::subscriber::set_default(tracing_subscriber::registry().with(spans.clone()));
+    let ct = CancellationToken::new();
+
+    let (url, _) = serve(Script::WebPage, &ct).await?;
+    let outcome = call(&url, 1 << 20).await?;
+    assert_eq!(outcome.ok().as_deref(), Some("done"));
+    assert_eq!(spans.of_requests(), vec![], "an answered call logs nothing");
+
+    let (url, _) = serve(Script::Busy, &ct).await?;
+    let outcome = call(&url, 1 << 20).await?;
+    assert_eq!(outcome.ok().as_deref(), Some("done"));
+    let logged = spans.of_requests();
+    assert!(!logged.is_empty(), "a resumed call logs its resume");
+    for fields in &logged {
+        assert_eq!(fields.get("session_id").map(String::as_str), Some("s1"));
+        assert_eq!(fields.get("request").map(String::as_str), Some("1"));
+    }
+    ct.cancel();
+    Ok(())
+}

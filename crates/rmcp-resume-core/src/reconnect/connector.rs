@@ -9,6 +9,8 @@ use futures::stream::BoxStream;
 use http::StatusCode;
 use sse_stream::Sse;
 
+use crate::resumption::StreamScope;
+
 /// An open SSE response, as parsed frames.
 pub type SseFrames = BoxStream<'static, Result<Sse, sse_stream::Error>>;
 
@@ -89,6 +91,16 @@ pub trait Connector: Send + 'static {
     /// cannot help. Breaks in transit are not final.
     fn break_is_final(&self, _error: &sse_stream::Error) -> bool {
         false
+    }
+
+    /// The span of one line the stream of `scope` logs, under `parent` (the
+    /// span current when the stream started). Made per line, not per
+    /// stream: a healthy stream logs nothing, and a span at the level of its
+    /// warnings would cost every call its creation (and a formatting
+    /// subscriber its fields) for nothing. Override to add fields: the
+    /// session, the request.
+    fn span(&self, scope: StreamScope, parent: &tracing::Span) -> tracing::Span {
+        tracing::warn_span!(parent: parent, "sse_stream", stream = ?scope)
     }
 }
 

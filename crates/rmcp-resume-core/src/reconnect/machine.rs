@@ -127,10 +127,9 @@ pub(super) struct Machine<C: Connector, P: RetryPolicy> {
     /// When the first attempt since the last progress failed: a request
     /// stream's [`ResumeConfig::resume_deadline`] runs from here.
     failing_since: Option<Instant>,
-    /// The caller's span (its session id, say), the parent of every line
-    /// this stream logs; named per line, so the frames that log nothing pay
-    /// nothing for it.
-    span: tracing::Span,
+    /// The span current when the stream started: the parent of the span
+    /// each logged line is made under ([`Connector::span`]).
+    parent: tracing::Span,
     /// When this stream last logged a loss at WARN.
     last_warned: Option<Instant>,
     /// When the request that opened the connection was sent. A path's
@@ -261,7 +260,7 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
             transport_failures: 0,
             vouched,
             failing_since,
-            span: tracing::Span::current(),
+            parent: tracing::Span::current(),
             last_warned: None,
             connected_at: Instant::now(),
             primed: false,
@@ -286,6 +285,12 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
             };
         }
         machine
+    }
+
+    /// The span of a line this stream logs, made for that line: a stream
+    /// that logs nothing makes none.
+    fn span(&self) -> tracing::Span {
+        self.connector.span(self.scope, &self.parent)
     }
 
     /// An id as the rules allow it to be judged: as rmcp's counter once the
@@ -422,18 +427,18 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
                     // The server holds the resume and has nothing new: a
                     // call still working. Refresh it, in case it was
                     // attached to nothing, without counting it.
-                    tracing::debug!(parent: &self.span, cursor = ?self.cursor, ?silence, "resume quiet; refreshing it");
+                    tracing::debug!(parent: &self.span(), cursor = ?self.cursor, ?silence, "resume quiet; refreshing it");
                     self.progress();
                     self.state = State::Backoff(Duration::ZERO);
                 }
                 Read::Idle if silent => {
-                    tracing::debug!(parent: &self.span, cursor = ?self.cursor, ?silence, "resume stayed silent; trying again");
+                    tracing::debug!(parent: &self.span(), cursor = ?self.cursor, ?silence, "resume stayed silent; trying again");
                     if let Some(end) = self.resume_brought_nothing(Attempt::Silent(silence)) {
                         return Some(Err(end));
                     }
                 }
                 Read::Idle => {
-                    tracing::debug!(parent: &self.span, cursor = ?self.cursor, ?idle, "SSE stream idle; resuming it");
+                    tracing::debug!(parent: &self.span(), cursor = ?self.cursor, ?idle, "SSE stream idle; resuming it");
                     if self.held() {
                         self.progress();
                     }
@@ -442,13 +447,13 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
                 Read::Broke(error)
                     if is_undecodable(&error) || self.connector.break_is_final(&error) =>
                 {
-                    tracing::debug!(parent: &self.span, %error, cursor = ?self.cursor, "SSE stream cannot be read");
+                    tracing::debug!(parent: &self.span(), %error, cursor = ?self.cursor, "SSE stream cannot be read");
                     if let Some(end) = self.resume_failed(ResumeStreamError::Malformed(error)) {
                         return Some(Err(end));
                     }
                 }
                 Read::Broke(error) => {
-                    tracing::debug!(parent: &self.span, %error, cursor = ?self.cursor, "SSE stream broke");
+                    tracing::debug!(parent: &self.span(), %error, cursor = ?self.cursor, "SSE stream broke");
                     if self.held() {
                         // The server held the resume until the break (a
                         // connection lifetime, say): that was progress.
@@ -481,7 +486,7 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
         let asked_at = Instant::now();
         let connecting = self.connector.connect(cursor.as_deref());
         let Ok(connected) = tokio::time::timeout(limit, connecting).await else {
-            tracing::debug!(parent: &self.span, ?cursor, ?limit, "reconnect did not answer in time");
+            tracing::debug!(parent: &self.span(), ?cursor, ?limit, "reconnect did not answer in time");
             return self.attempt_failed(Attempt::ConnectTimeout(limit));
         };
         let error = match connected {
@@ -637,7 +642,7 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
         let notice = match ReplayNotice::from_json(data) {
             Ok(notice) => notice,
             Err(error) => {
-                tracing::debug!(parent: &self.span, %error, "ignoring a malformed replay notice");
+                tracing::debug!(parent: &self.span(), %error, "ignoring a malformed replay notice");
                 return Frame::Skip;
             }
         };
@@ -647,7 +652,7 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
             .and_then(|c| EventCursor::parse(c).ok());
         if ours.as_ref() != Some(&notice.cursor) {
             // About another resume than this one: it proves nothing here.
-            tracing::debug!(parent: &self.span, cursor = ?self.cursor, notice = %notice.cursor, "ignoring a replay notice for another cursor");
+            tracing::debug!(parent: &self.span(), cursor = ?self.cursor, notice = %notice.cursor, "ignoring a replay notice for another cursor");
             return Frame::Skip;
         }
         let unproven = self.config.unproven;
@@ -713,10 +718,10 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
             .last_warned
             .is_some_and(|at| now.saturating_duration_since(at) < WARN_EVERY);
         if quiet {
-            tracing::debug!(parent: &self.span, cursor = ?gap.cursor, reason = %gap.reason, lost = ?gap.lost, "SSE stream lost continuity");
+            tracing::debug!(parent: &self.span(), cursor = ?gap.cursor, reason = %gap.reason, lost = ?gap.lost, "SSE stream lost continuity");
         } else {
             self.last_warned = Some(now);
-            tracing::warn!(parent: &self.span, cursor = ?gap.cursor, reason = %gap.reason, lost = ?gap.lost, "SSE stream lost continuity");
+            tracing::warn!(parent: &self.span(), cursor = ?gap.cursor, reason = %gap.reason, lost = ?gap.lost, "SSE stream lost continuity");
         }
         if let Some(observer) = &self.config.on_discontinuity {
             observer(&gap);
@@ -786,8 +791,10 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
                         if proof == Proof::Assumed {
                             // Said, not swallowed: the peer gave nothing to
                             // check (opaque ids, no acknowledgement).
-                            let (span, cursor) = (&self.span, &self.cursor);
-                            tracing::info!(parent: span, ?cursor, first = id, "resumed without proof of continuity");
+                            // Fields, not `span()`: the verifier borrows the state.
+                            let span = self.connector.span(self.scope, &self.parent);
+                            let cursor = &self.cursor;
+                            tracing::info!(parent: &span, ?cursor, first = id, "resumed without proof of continuity");
                         }
                         let checker = verifier.clone().into_checker();
                         self.follow(Some(checker));

@@ -1213,35 +1213,60 @@ fn a_lost_range_travels_as_event_ids() {
     );
 }
 
-#[tokio::test(start_paused = true)]
-async fn log_lines_are_children_of_the_span_the_stream_was_built_in() {
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    use tracing_subscriber::layer::{Context, SubscriberExt};
+/// Counts, under a subscriber that enables everything: the spans made
+/// (`spans`), the events (`all`) and the events under both the stream's
+/// span and the span the stream was built in (`placed`).
+#[derive(Clone, Default)]
+struct Lines {
+    spans: Arc<std::sync::atomic::AtomicUsize>,
+    all: Arc<std::sync::atomic::AtomicUsize>,
+    placed: Arc<std::sync::atomic::AtomicUsize>,
+}
 
-    /// Counts events whose span scope includes `sse_stream`.
-    struct InStream(Arc<AtomicUsize>, Arc<AtomicUsize>);
-    impl<S> tracing_subscriber::Layer<S> for InStream
-    where
-        S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
-    {
-        fn on_event(&self, event: &tracing::Event<'_>, ctx: Context<'_, S>) {
-            self.1.fetch_add(1, Ordering::SeqCst);
-            let inside = ctx
-                .event_scope(event)
-                .is_some_and(|mut scope| scope.any(|span| span.name() == "sse_stream"));
-            if inside {
-                self.0.fetch_add(1, Ordering::SeqCst);
-            }
+impl Lines {
+    fn get(counter: &std::sync::atomic::AtomicUsize) -> usize {
+        counter.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+impl<S> tracing_subscriber::Layer<S> for Lines
+where
+    S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
+{
+    fn on_new_span(
+        &self,
+        _: &tracing::span::Attributes<'_>,
+        _: &tracing::span::Id,
+        _: tracing_subscriber::layer::Context<'_, S>,
+    ) {
+        self.spans.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    fn on_event(&self, event: &tracing::Event<'_>, ctx: tracing_subscriber::layer::Context<'_, S>) {
+        use std::sync::atomic::Ordering::SeqCst;
+        self.all.fetch_add(1, SeqCst);
+        let names: Vec<&str> = ctx
+            .event_scope(event)
+            .map(|scope| scope.map(|span| span.name()).collect())
+            .unwrap_or_default();
+        // The stream's own span, inside the caller's.
+        if names.first() == Some(&"sse_stream") && names.contains(&"caller") {
+            self.placed.fetch_add(1, SeqCst);
         }
     }
-    let (inside, all) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
-    let subscriber = tracing_subscriber::registry().with(InStream(inside.clone(), all.clone()));
-    let _default = tracing::subscriber::set_default(subscriber);
+}
+
+#[tokio::test(start_paused = true)]
+async fn log_lines_are_children_of_the_span_the_stream_was_built_in() {
+    use tracing_subscriber::layer::SubscriberExt;
+    let lines = Lines::default();
+    let _default =
+        tracing::subscriber::set_default(tracing_subscriber::registry().with(lines.clone()));
 
     let (script, _) = Script::new(vec![Answer::Break(vec![])], || {
         Answer::Frames(vec![response("4/1")])
     });
-    let stream = tracing::warn_span!("sse_stream", session_id = "s-1").in_scope(|| {
+    let stream = tracing::info_span!("caller", session_id = "s-1").in_scope(|| {
         resuming_sse_stream(
             None,
             cut_after("3/1"),
@@ -1254,9 +1279,38 @@ async fn log_lines_are_children_of_the_span_the_stream_was_built_in() {
     // Polled outside the span: the lines still belong to it.
     let (_, error) = drain(stream).await;
     assert!(error.is_none(), "{error:?}");
-    let (inside, all) = (inside.load(Ordering::SeqCst), all.load(Ordering::SeqCst));
+    let all = Lines::get(&lines.all);
     assert!(all > 0, "the break is logged");
-    assert_eq!(inside, all, "every line under the stream's span");
+    assert_eq!(
+        Lines::get(&lines.placed),
+        all,
+        "every line under the stream's span, under the caller's"
+    );
+}
+
+/// A stream that logs nothing makes no span: under a subscriber that
+/// records spans (any that shows warnings), a span per stream would cost
+/// every call its creation and fields.
+#[tokio::test(start_paused = true)]
+async fn a_healthy_stream_makes_no_span() {
+    use tracing_subscriber::layer::SubscriberExt;
+    let lines = Lines::default();
+    let _default =
+        tracing::subscriber::set_default(tracing_subscriber::registry().with(lines.clone()));
+
+    for scope in [StreamScope::Request, StreamScope::Standalone] {
+        let (script, _) = Script::new(vec![], || Answer::Status(404));
+        let frames = frames_of(
+            vec![priming("0/1", 3000), progress("1/1", 1), response("2/1")],
+            script,
+            scope,
+            3,
+        )
+        .await;
+        assert!(!frames.is_empty(), "{scope:?}: frames pass");
+    }
+    assert_eq!(Lines::get(&lines.spans), 0, "no span made");
+    assert_eq!(Lines::get(&lines.all), 0, "nothing logged");
 }
 
 mod attack;

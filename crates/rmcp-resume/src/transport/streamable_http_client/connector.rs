@@ -8,12 +8,30 @@ use futures::future::BoxFuture;
 use http::{HeaderName, HeaderValue, StatusCode};
 
 use super::{StreamableHttpClient, StreamableHttpError};
+use crate::model::RequestId;
 use crate::transport::common::client_side_sse::{
-    BoxedSseResponse, ReconnectDisposition, SseReconnect,
+    BoxedSseResponse, ReconnectDisposition, SseReconnect, StreamScope,
 };
 
 #[cfg(test)]
 mod tests;
+
+/// The span a stream's log lines carry: WARN, so that its fields are there
+/// whenever a warning is. Made per line ([`SseReconnect::span`]).
+pub(super) fn stream_span(
+    parent: &tracing::Span,
+    session: Option<&Arc<str>>,
+    stream: StreamScope,
+    request: Option<&RequestId>,
+) -> tracing::Span {
+    let session_id = session.map(|s| s.as_ref()).unwrap_or("-");
+    match request {
+        Some(request) => {
+            tracing::warn_span!(parent: parent, "sse_stream", session_id, ?stream, %request)
+        }
+        None => tracing::warn_span!(parent: parent, "sse_stream", session_id, ?stream),
+    }
+}
 
 /// Re-issues the GET through the wrapped client.
 pub(super) struct GetConnector<C> {
@@ -25,6 +43,8 @@ pub(super) struct GetConnector<C> {
     /// reconnect sends them.
     pub(super) custom_headers: Arc<HashMap<HeaderName, HeaderValue>>,
     pub(super) max_sse_event_size: usize,
+    /// The request whose stream this is; `None` for the standalone stream.
+    pub(super) request: Option<RequestId>,
 }
 
 impl<C: StreamableHttpClient> SseReconnect for GetConnector<C> {
@@ -51,6 +71,15 @@ impl<C: StreamableHttpClient> SseReconnect for GetConnector<C> {
             )
             .await
         })
+    }
+
+    fn span(&self, stream: StreamScope, parent: &tracing::Span) -> tracing::Span {
+        stream_span(
+            parent,
+            self.session_id.as_ref(),
+            stream,
+            self.request.as_ref(),
+        )
     }
 
     fn retry_after(&self, error: &Self::Error) -> Option<std::time::Duration> {

@@ -9,7 +9,7 @@ use futures::{FutureExt, StreamExt};
 use http::{HeaderName, HeaderValue};
 use sse_stream::Sse;
 
-use super::connector::{GetConnector, lost_in_transit, opening_retryable};
+use super::connector::{GetConnector, lost_in_transit, opening_retryable, stream_span};
 use super::{SseError, StreamableHttpClient, StreamableHttpError, StreamableHttpPostResponse};
 use crate::line::HEADER_MCP_PROTOCOL_VERSION;
 use crate::line::{self, ResponseLimits};
@@ -134,6 +134,7 @@ impl<C: StreamableHttpClient> ResumeGuard<C> {
         auth_header: Option<String>,
         custom_headers: Headers,
         max_sse_event_size: usize,
+        request: Option<RequestId>,
     ) -> GetConnector<C> {
         GetConnector {
             client: self.inner.clone(),
@@ -142,6 +143,7 @@ impl<C: StreamableHttpClient> ResumeGuard<C> {
             auth_header,
             custom_headers,
             max_sse_event_size,
+            request,
         }
     }
 }
@@ -220,20 +222,6 @@ where
     )
     .map(Ok)
     .boxed()
-}
-
-/// The span a stream's log lines carry: WARN, so that its fields are there
-/// whenever a warning is.
-fn stream_span(
-    session: Option<&Arc<str>>,
-    stream: StreamScope,
-    request: Option<&RequestId>,
-) -> tracing::Span {
-    let session_id = session.map(|s| s.as_ref()).unwrap_or("-");
-    match request {
-        Some(request) => tracing::warn_span!("sse_stream", session_id, ?stream, %request),
-        None => tracing::warn_span!("sse_stream", session_id, ?stream),
-    }
 }
 
 /// Whether the request is sent under a revision with resumable streams (the
@@ -380,18 +368,22 @@ impl<C: StreamableHttpClient> ResumeGuard<C> {
                     ..
                 } = envelope;
                 let session = named.as_deref().map(Arc::from).or(sid);
-                let span = stream_span(session.as_ref(), StreamScope::Request, Some(&request));
-                let connector = this.connector(endpoint, session, bearer, headers, event_limit);
-                let guarded = span.in_scope(|| {
-                    guard_request_stream(
-                        stream,
-                        connector,
-                        Policy(this.shared.retry.clone()),
-                        this.shared.resume.clone(),
-                        request,
-                        resumable,
-                    )
-                });
+                let connector = this.connector(
+                    endpoint,
+                    session,
+                    bearer,
+                    headers,
+                    event_limit,
+                    Some(request.clone()),
+                );
+                let guarded = guard_request_stream(
+                    stream,
+                    connector,
+                    Policy(this.shared.retry.clone()),
+                    this.shared.resume.clone(),
+                    request,
+                    resumable,
+                );
                 Ok(StreamableHttpPostResponse::Sse(guarded, named))
             })
     }
@@ -502,13 +494,14 @@ impl<C: StreamableHttpClient> ResumeGuard<C> {
             // guard's, from its POST to its response or failure, so the
             // worker has none to reconnect: this is the standalone stream.
             let scope = StreamScope::Standalone;
-            let span = stream_span(sid.as_ref(), scope, None);
+            let parent = tracing::Span::current();
             let connector = this.connector(
                 endpoint,
                 sid.clone(),
                 bearer,
                 Arc::new(headers),
                 event_limit,
+                None,
             );
             let first = match opening.await {
                 Ok(first) => Some(first),
@@ -521,22 +514,21 @@ impl<C: StreamableHttpClient> ResumeGuard<C> {
                 }
                 Err(error) => return Err(error),
             };
-            let frames = span.in_scope(|| {
-                resuming_sse_frames(
-                    first,
-                    cursor,
-                    connector,
-                    scope,
-                    this.shared.retry.clone(),
-                    this.shared.resume.clone(),
-                )
-            });
+            let frames = resuming_sse_frames(
+                first,
+                cursor,
+                connector,
+                scope,
+                this.shared.retry.clone(),
+                this.shared.resume.clone(),
+            );
             let shared = this.shared.clone();
             let frames = frames.filter_map(move |frame| {
                 let outcome = match frame {
                     Ok(sse) => Some(Ok(sse)),
                     Err(error) => {
                         // Once per stream, and the application is told.
+                        let span = stream_span(&parent, sid.as_ref(), scope, None);
                         tracing::warn!(parent: &span, %error, "standalone SSE stream given up; no further server notifications");
                         if let Some(observer) = &shared.resume.on_discontinuity {
                             observer(&Discontinuity::given_up(error.to_string()));
