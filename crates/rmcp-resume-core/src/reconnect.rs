@@ -19,7 +19,6 @@
 
 mod config;
 mod connector;
-mod driven;
 mod error;
 mod failure;
 mod handshake;
@@ -28,6 +27,9 @@ mod probe;
 mod retry_after;
 #[cfg(test)]
 mod tests;
+
+use std::pin::Pin;
+use std::task::{Context, Poll};
 
 use futures::Stream;
 use sse_stream::Sse;
@@ -41,7 +43,6 @@ pub use probe::is_response;
 pub use retry_after::retry_after_delay;
 
 use crate::resumption::StreamScope;
-use driven::Slot as _;
 
 /// The resuming stream of SSE frames, already judged: the replay notice and
 /// re-sent events are removed, and ids are checked.
@@ -61,22 +62,17 @@ pub fn resuming_frames<C: Connector, P: RetryPolicy + 'static>(
     policy: P,
     config: ResumeConfig,
 ) -> impl Stream<Item = Result<Sse, ResumeStreamError<C::Error>>> + Send + 'static {
-    let mut machine = machine::Machine::new(first, cursor, connector, scope, policy, config);
-    driven::Driven::new(move |slot: driven::Shared<_>| async move {
-        while let Some(item) = machine.next().await {
-            slot.give(item).await;
-        }
-    })
+    Frames {
+        machine: machine::Machine::new(first, cursor, connector, scope, policy, config),
+    }
 }
 
 /// [`resuming_frames`] for a request stream, which ends at its first error:
 /// `on_error` turns that error into the stream's last frame.
 ///
-/// The same as mapping [`resuming_frames`] and stopping after an error,
-/// with the machine held in the stream itself rather than pinned in a box
-/// of its own, and its frames handed over without a shared allocation: two
-/// allocations less per request. Both keep the machine in
-/// place for the stream's life (see `driven`).
+/// The same as mapping [`resuming_frames`] and stopping after an error, in
+/// one stream. Both poll the machine in place: a frame of an open stream is
+/// one call through it, with no future, slot or allocation of its own.
 pub fn resuming_frames_ending<C, P, F>(
     first: Option<SseFrames>,
     cursor: Option<String>,
@@ -91,14 +87,59 @@ where
     P: RetryPolicy + 'static,
     F: FnOnce(ResumeStreamError<C::Error>) -> Sse + Send + 'static,
 {
-    let mut machine = machine::Machine::new(first, cursor, connector, scope, policy, config);
-    // Frames, so they pass through a thread-local slot: no allocation.
-    driven::Driven::new(move |slot: driven::Local| async move {
-        while let Some(item) = machine.next().await {
-            match item {
-                Ok(sse) => slot.give(sse).await,
-                Err(error) => return slot.give(on_error(error)).await,
-            }
+    FramesEnding {
+        machine: machine::Machine::new(first, cursor, connector, scope, policy, config),
+        on_error: Some(on_error),
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// [`resuming_frames`]' stream: the machine, polled in place.
+    struct Frames<C: Connector, P: RetryPolicy> {
+        machine: machine::Machine<C, P>,
+    }
+}
+
+impl<C: Connector, P: RetryPolicy> Stream for Frames<C, P> {
+    type Item = Result<Sse, ResumeStreamError<C::Error>>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        self.project().machine.poll_next(cx)
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// [`resuming_frames_ending`]'s stream: after the error's frame, nothing.
+    struct FramesEnding<C: Connector, P: RetryPolicy, F> {
+        machine: machine::Machine<C, P>,
+        // `None` once the stream has ended.
+        on_error: Option<F>,
+    }
+}
+
+impl<C, P, F> Stream for FramesEnding<C, P, F>
+where
+    C: Connector,
+    P: RetryPolicy,
+    F: FnOnce(ResumeStreamError<C::Error>) -> Sse,
+{
+    type Item = Sse;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Sse>> {
+        let this = self.project();
+        if this.on_error.is_none() {
+            return Poll::Ready(None);
         }
-    })
+        match this.machine.poll_next(cx) {
+            Poll::Ready(Some(Ok(sse))) => Poll::Ready(Some(sse)),
+            Poll::Ready(Some(Err(error))) => {
+                Poll::Ready(this.on_error.take().map(|on_error| on_error(error)))
+            }
+            Poll::Ready(None) => {
+                *this.on_error = None;
+                Poll::Ready(None)
+            }
+            Poll::Pending => Poll::Pending,
+        }
+    }
 }

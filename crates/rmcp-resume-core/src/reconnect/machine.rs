@@ -27,12 +27,16 @@
 //! the same timeout, since a server may have attached a resume that came
 //! early to nothing, and the refresh counts as progress, not failure.
 
+use std::future::Future;
 use std::mem;
+use std::pin::Pin;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
-use tokio::time::Instant;
+use tokio::time::{Instant, Sleep};
 
 use futures::StreamExt;
+use futures::future::BoxFuture;
 use http::StatusCode;
 use sse_stream::Sse;
 
@@ -145,6 +149,11 @@ pub(super) struct Machine<C: Connector, P: RetryPolicy> {
     provisional: Option<String>,
     /// The open connection was a resume (made with a cursor).
     resumed: bool,
+    /// The wait under way.
+    step: Step<C::Error>,
+    /// The one timer the waits share (a read's deadline, a backoff, a
+    /// connect's limit); made at the first timed wait.
+    timer: Option<Pin<Box<Sleep>>>,
 }
 
 /// At most one WARN per stream in this long for losses a server reports.
@@ -203,19 +212,48 @@ fn is_undecodable(error: &sse_stream::Error) -> bool {
     matches!(error, sse_stream::Error::Utf8Parse(_))
 }
 
-async fn read(frames: &mut SseFrames, idle: Option<Duration>) -> Read {
-    let next = match idle {
-        Some(idle) => match tokio::time::timeout(idle, frames.next()).await {
-            Ok(next) => next,
-            Err(_) => return Read::Idle,
-        },
-        None => frames.next().await,
-    };
-    match next {
-        Some(Ok(sse)) => Read::Frame(sse),
-        Some(Err(error)) => Read::Broke(error),
-        None => Read::Closed,
+impl Read {
+    fn of(next: Option<Result<Sse, sse_stream::Error>>) -> Self {
+        match next {
+            Some(Ok(sse)) => Self::Frame(sse),
+            Some(Err(error)) => Self::Broke(error),
+            None => Self::Closed,
+        }
     }
+}
+
+/// What a read of the open stream waits for, fixed when the read starts.
+#[derive(Clone, Copy)]
+struct ReadPlan {
+    /// The configured idle timeout, where it applies.
+    idle: Option<Duration>,
+    /// How long a silent resume is waited on.
+    silence: Duration,
+    /// The read is of a resume that has said nothing yet.
+    silent: bool,
+    /// When the read ends as [`Read::Idle`]: the earlier of the two.
+    wait: Option<Duration>,
+}
+
+/// The wait under way between two calls of [`Machine::poll_next`]: the
+/// machine is polled, not awaited, so that a frame of an open stream takes
+/// one call through it and no future of its own (a request stream's frames
+/// are the hot path of every call). The timer, where one runs, is the
+/// machine's `timer`.
+enum Step<E> {
+    /// Nothing under way: the state says what comes next.
+    Ready,
+    /// Reading the open stream; the timer runs if `plan.wait` is set.
+    Reading(ReadPlan),
+    /// Waiting out a backoff on the timer.
+    Backoff,
+    /// A reconnect under way, cut off when the timer fires after `limit`.
+    Connecting {
+        connecting: BoxFuture<'static, Result<SseFrames, E>>,
+        cursor: Option<String>,
+        asked_at: Instant,
+        limit: Duration,
+    },
 }
 
 impl<C: Connector, P: RetryPolicy> Machine<C, P> {
@@ -266,6 +304,8 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
             primed: false,
             provisional: None,
             resumed: false,
+            step: Step::Ready,
+            timer: None,
         };
         // A first connection opened with a cursor is a resume: judge it so.
         let verifier = machine
@@ -308,184 +348,308 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
         })
     }
 
-    pub(super) async fn next(&mut self) -> Option<Item<C::Error>> {
-        loop {
-            // A request stream without a cursor cannot be resumed: a `GET`
-            // without one would open the standalone stream instead.
-            let resumable = self.scope == StreamScope::Standalone || self.cursor.is_some();
-            let idle = self
-                .config
-                .idle_timeout()
-                .filter(|_| resumable)
-                .map(|idle| idle.max(MIN_DELAY));
-            // A resume that stays silent may be a server that attached it to
-            // nothing (a shadow, or a stream still owned by the cut
-            // connection); it is retried after a while, not waited on forever.
-            let silence = self.config.silent_resume_timeout.max(MIN_DELAY);
-            // The deadline cuts short only a silence that is a failure: from
-            // a server that never vouched, silence held long enough is a
-            // call still working, and cutting it short would count the
-            // quiet resume as progress before it was held.
-            let silence = match self.remaining() {
-                Some(left) if self.vouched => left.min(silence),
-                _ => silence,
-            };
-            // Also silent: a resume from a server that never vouched whose
-            // only news since its replay is a priming frame.
-            let primed_quiet = !self.vouched
-                && self.provisional.is_some()
-                && matches!(self.state, State::Following { .. });
-            let silent = primed_quiet
-                || matches!(
-                    self.state,
-                    State::Verifying {
-                        heard: Heard::Nothing,
-                        ..
-                    }
-                );
-            let wait = match (idle, silent) {
-                (Some(idle), true) => Some(idle.min(silence)),
-                (None, true) => Some(silence),
-                (idle, false) => idle,
-            };
-            let read = match &mut self.state {
-                State::Done => return None,
-                State::GiveUp => {
-                    self.state = State::Done;
-                    return Some(Err(ResumeStreamError::Exhausted {
-                        attempts: 1,
-                        cursor: None,
-                        last: Box::new(Attempt::OpeningFailed),
-                    }));
+    /// What the next read of the open stream waits for.
+    fn plan_read(&self) -> ReadPlan {
+        // A request stream without a cursor cannot be resumed: a `GET`
+        // without one would open the standalone stream instead.
+        let resumable = self.scope == StreamScope::Standalone || self.cursor.is_some();
+        let idle = self
+            .config
+            .idle_timeout()
+            .filter(|_| resumable)
+            .map(|idle| idle.max(MIN_DELAY));
+        // A resume that stays silent may be a server that attached it to
+        // nothing (a shadow, or a stream still owned by the cut
+        // connection); it is retried after a while, not waited on forever.
+        let silence = self.config.silent_resume_timeout.max(MIN_DELAY);
+        // The deadline cuts short only a silence that is a failure: from
+        // a server that never vouched, silence held long enough is a
+        // call still working, and cutting it short would count the
+        // quiet resume as progress before it was held.
+        let silence = match self.remaining() {
+            Some(left) if self.vouched => left.min(silence),
+            _ => silence,
+        };
+        // Also silent: a resume from a server that never vouched whose
+        // only news since its replay is a priming frame.
+        let primed_quiet = !self.vouched
+            && self.provisional.is_some()
+            && matches!(self.state, State::Following { .. });
+        let silent = primed_quiet
+            || matches!(
+                self.state,
+                State::Verifying {
+                    heard: Heard::Nothing,
+                    ..
                 }
-                State::Backoff(delay) => {
-                    let delay = *delay;
-                    if let Some(end) = self.connect(delay).await {
-                        return Some(Err(end));
+            );
+        let wait = match (idle, silent) {
+            (Some(idle), true) => Some(idle.min(silence)),
+            (None, true) => Some(silence),
+            (idle, false) => idle,
+        };
+        ReadPlan {
+            idle,
+            silence,
+            silent,
+            wait,
+        }
+    }
+
+    /// The next item of the stream; `None` when it has ended. Between calls
+    /// the machine holds what it waits for ([`Step`]).
+    pub(super) fn poll_next(&mut self, cx: &mut Context<'_>) -> Poll<Option<Item<C::Error>>> {
+        loop {
+            let (read, plan) = match &mut self.step {
+                Step::Ready => {
+                    if let Some(end) = self.start() {
+                        return Poll::Ready(end);
                     }
                     continue;
                 }
-                State::Verifying { frames, .. }
-                | State::Following { frames, .. }
-                | State::Draining { frames, .. } => read(frames, wait).await,
+                Step::Reading(plan) => {
+                    let plan = *plan;
+                    let (State::Verifying { frames, .. }
+                    | State::Following { frames, .. }
+                    | State::Draining { frames, .. }) = &mut self.state
+                    else {
+                        self.step = Step::Ready;
+                        continue;
+                    };
+                    let read = match frames.poll_next_unpin(cx) {
+                        Poll::Ready(next) => Read::of(next),
+                        Poll::Pending if plan.wait.is_some() && self.timer_fired(cx) => Read::Idle,
+                        Poll::Pending => return Poll::Pending,
+                    };
+                    (read, plan)
+                }
+                Step::Backoff => {
+                    if !self.timer_fired(cx) {
+                        return Poll::Pending;
+                    }
+                    self.connect_now();
+                    continue;
+                }
+                Step::Connecting { connecting, .. } => {
+                    let outcome = match connecting.as_mut().poll(cx) {
+                        Poll::Ready(connected) => Some(connected),
+                        Poll::Pending if self.timer_fired(cx) => None,
+                        Poll::Pending => return Poll::Pending,
+                    };
+                    let Step::Connecting {
+                        cursor,
+                        asked_at,
+                        limit,
+                        ..
+                    } = mem::replace(&mut self.step, Step::Ready)
+                    else {
+                        continue;
+                    };
+                    if let Some(end) = self.connected(outcome, cursor, asked_at, limit) {
+                        return Poll::Ready(Some(Err(end)));
+                    }
+                    continue;
+                }
             };
-            // A frame with nothing in it (a priming frame) says the server
-            // opened a stream, not that it attached it to anything: the
-            // Python SDK's server primes a resume and can still miss what
-            // it sent while attaching it. Only a message or a notice is heard.
-            let vouched = self.vouched;
-            if let (State::Verifying { heard, .. }, Read::Frame(sse)) = (&mut self.state, &read)
-                && *heard == Heard::Nothing
-                && (vouched
-                    || carries_data(sse)
-                    || sse.event.as_deref() == Some(REPLAY_NOTICE_EVENT))
-            {
-                *heard = Heard::Frame;
-            }
-            if matches!(self.state, State::Draining { .. }) && !matches!(read, Read::Frame(_)) {
-                // Answered: its end is the end, however it comes.
-                self.state = State::Done;
-                return None;
-            }
-            match read {
-                Read::Frame(sse) => match self.on_frame(sse) {
-                    Frame::Pass(sse) => {
-                        if self.scope == StreamScope::Request && is_response(&sse) {
-                            self.progress();
-                            self.drain();
-                        }
-                        return Some(Ok(sse));
-                    }
-                    Frame::Skip => {}
-                    // A response that has arrived is never thrown away: what
-                    // went missing before it were notifications, and the
-                    // caller gets its answer.
-                    Frame::Fail(error, Some(sse))
-                        if self.scope == StreamScope::Request && is_response(&sse) =>
-                    {
-                        // The application hears of the notifications lost
-                        // before it, as of any other loss.
-                        self.report(Discontinuity {
-                            cursor: self.cursor.clone(),
-                            lost: lost_of(&error),
-                            reason: format!(
-                                "delivering the response after a break in its stream: {error}"
-                            ),
-                            stream: StreamScope::Request,
-                        });
-                        self.progress();
-                        self.drain();
-                        return Some(Ok(*sse));
-                    }
-                    Frame::Fail(error, _) => {
-                        if let Some(end) = self.resume_failed(error) {
-                            return Some(Err(end));
-                        }
-                    }
-                },
-                Read::Idle if silent && !self.vouched => {
-                    // The server holds the resume and has nothing new: a
-                    // call still working. Refresh it, in case it was
-                    // attached to nothing, without counting it.
-                    tracing::debug!(parent: &self.span(), cursor = ?self.cursor, ?silence, "resume quiet; refreshing it");
-                    self.progress();
-                    self.state = State::Backoff(Duration::ZERO);
-                }
-                Read::Idle if silent => {
-                    tracing::debug!(parent: &self.span(), cursor = ?self.cursor, ?silence, "resume stayed silent; trying again");
-                    if let Some(end) = self.resume_brought_nothing(Attempt::Silent(silence)) {
-                        return Some(Err(end));
-                    }
-                }
-                Read::Idle => {
-                    tracing::debug!(parent: &self.span(), cursor = ?self.cursor, ?idle, "SSE stream idle; resuming it");
-                    if self.held() {
-                        self.progress();
-                    }
-                    self.state = State::Backoff(Duration::ZERO);
-                }
-                Read::Broke(error)
-                    if is_undecodable(&error) || self.connector.break_is_final(&error) =>
-                {
-                    tracing::debug!(parent: &self.span(), %error, cursor = ?self.cursor, "SSE stream cannot be read");
-                    if let Some(end) = self.resume_failed(ResumeStreamError::Malformed(error)) {
-                        return Some(Err(end));
-                    }
-                }
-                Read::Broke(error) => {
-                    tracing::debug!(parent: &self.span(), %error, cursor = ?self.cursor, "SSE stream broke");
-                    if self.held() {
-                        // The server held the resume until the break (a
-                        // connection lifetime, say): that was progress.
-                        self.progress();
-                    }
-                    if let Some(end) = self.attempt_failed(Attempt::Transport(error)) {
-                        return Some(Err(end));
-                    }
-                }
-                Read::Closed => {
-                    if let Some(end) = self.on_close() {
-                        return Some(Err(end));
-                    }
-                }
+            self.step = Step::Ready;
+            if let Some(item) = self.on_read(read, plan) {
+                return Poll::Ready(item);
             }
         }
     }
 
-    /// Waits, then reconnects. `Some` ends the stream.
-    async fn connect(&mut self, delay: Duration) -> Option<ResumeStreamError<C::Error>> {
-        if let Some(end) = self.past_deadline(delay) {
-            return Some(end);
+    /// Starts what the state calls for: a read, a backoff, a reconnect. `Some`
+    /// is what the stream yields at once (its end, or an error that ends it).
+    fn start(&mut self) -> Option<Option<Item<C::Error>>> {
+        match &self.state {
+            State::Done => Some(None),
+            State::GiveUp => {
+                self.state = State::Done;
+                Some(Some(Err(ResumeStreamError::Exhausted {
+                    attempts: 1,
+                    cursor: None,
+                    last: Box::new(Attempt::OpeningFailed),
+                })))
+            }
+            State::Backoff(delay) => {
+                let delay = *delay;
+                if let Some(end) = self.past_deadline(delay) {
+                    return Some(Some(Err(end)));
+                }
+                if delay.is_zero() {
+                    self.connect_now();
+                } else {
+                    self.arm(delay);
+                    self.step = Step::Backoff;
+                }
+                None
+            }
+            State::Verifying { .. } | State::Following { .. } | State::Draining { .. } => {
+                let plan = self.plan_read();
+                if let Some(wait) = plan.wait {
+                    self.arm(wait);
+                }
+                self.step = Step::Reading(plan);
+                None
+            }
         }
-        if !delay.is_zero() {
-            tokio::time::sleep(delay).await;
+    }
+
+    /// Sets the timer to fire `after` from now; the first timed wait of a
+    /// stream allocates it, and a healthy stream without an idle timeout
+    /// never does.
+    fn arm(&mut self, after: Duration) {
+        let deadline = Instant::now() + after;
+        match &mut self.timer {
+            Some(timer) => timer.as_mut().reset(deadline),
+            None => self.timer = Some(Box::pin(tokio::time::sleep_until(deadline))),
         }
+    }
+
+    /// Whether the armed timer has fired; registers for its wakeup if not.
+    fn timer_fired(&mut self, cx: &mut Context<'_>) -> bool {
+        self.timer
+            .as_mut()
+            .is_some_and(|timer| timer.as_mut().poll(cx).is_ready())
+    }
+
+    /// What one read of the open stream means. `Some` is what the stream
+    /// yields (`Some(None)` its end); `None` goes on.
+    fn on_read(&mut self, read: Read, plan: ReadPlan) -> Option<Option<Item<C::Error>>> {
+        let ReadPlan {
+            idle,
+            silence,
+            silent,
+            ..
+        } = plan;
+        // A frame with nothing in it (a priming frame) says the server
+        // opened a stream, not that it attached it to anything: the
+        // Python SDK's server primes a resume and can still miss what
+        // it sent while attaching it. Only a message or a notice is heard.
+        let vouched = self.vouched;
+        if let (State::Verifying { heard, .. }, Read::Frame(sse)) = (&mut self.state, &read)
+            && *heard == Heard::Nothing
+            && (vouched || carries_data(sse) || sse.event.as_deref() == Some(REPLAY_NOTICE_EVENT))
+        {
+            *heard = Heard::Frame;
+        }
+        if matches!(self.state, State::Draining { .. }) && !matches!(read, Read::Frame(_)) {
+            // Answered: its end is the end, however it comes.
+            self.state = State::Done;
+            return Some(None);
+        }
+        match read {
+            Read::Frame(sse) => match self.on_frame(sse) {
+                Frame::Pass(sse) => {
+                    if self.scope == StreamScope::Request && is_response(&sse) {
+                        self.progress();
+                        self.drain();
+                    }
+                    return Some(Some(Ok(sse)));
+                }
+                Frame::Skip => {}
+                // A response that has arrived is never thrown away: what
+                // went missing before it were notifications, and the
+                // caller gets its answer.
+                Frame::Fail(error, Some(sse))
+                    if self.scope == StreamScope::Request && is_response(&sse) =>
+                {
+                    // The application hears of the notifications lost
+                    // before it, as of any other loss.
+                    self.report(Discontinuity {
+                        cursor: self.cursor.clone(),
+                        lost: lost_of(&error),
+                        reason: format!(
+                            "delivering the response after a break in its stream: {error}"
+                        ),
+                        stream: StreamScope::Request,
+                    });
+                    self.progress();
+                    self.drain();
+                    return Some(Some(Ok(*sse)));
+                }
+                Frame::Fail(error, _) => {
+                    if let Some(end) = self.resume_failed(error) {
+                        return Some(Some(Err(end)));
+                    }
+                }
+            },
+            Read::Idle if silent && !self.vouched => {
+                // The server holds the resume and has nothing new: a
+                // call still working. Refresh it, in case it was
+                // attached to nothing, without counting it.
+                tracing::debug!(parent: &self.span(), cursor = ?self.cursor, ?silence, "resume quiet; refreshing it");
+                self.progress();
+                self.state = State::Backoff(Duration::ZERO);
+            }
+            Read::Idle if silent => {
+                tracing::debug!(parent: &self.span(), cursor = ?self.cursor, ?silence, "resume stayed silent; trying again");
+                if let Some(end) = self.resume_brought_nothing(Attempt::Silent(silence)) {
+                    return Some(Some(Err(end)));
+                }
+            }
+            Read::Idle => {
+                tracing::debug!(parent: &self.span(), cursor = ?self.cursor, ?idle, "SSE stream idle; resuming it");
+                if self.held() {
+                    self.progress();
+                }
+                self.state = State::Backoff(Duration::ZERO);
+            }
+            Read::Broke(error)
+                if is_undecodable(&error) || self.connector.break_is_final(&error) =>
+            {
+                tracing::debug!(parent: &self.span(), %error, cursor = ?self.cursor, "SSE stream cannot be read");
+                if let Some(end) = self.resume_failed(ResumeStreamError::Malformed(error)) {
+                    return Some(Some(Err(end)));
+                }
+            }
+            Read::Broke(error) => {
+                tracing::debug!(parent: &self.span(), %error, cursor = ?self.cursor, "SSE stream broke");
+                if self.held() {
+                    // The server held the resume until the break (a
+                    // connection lifetime, say): that was progress.
+                    self.progress();
+                }
+                if let Some(end) = self.attempt_failed(Attempt::Transport(error)) {
+                    return Some(Some(Err(end)));
+                }
+            }
+            Read::Closed => {
+                if let Some(end) = self.on_close() {
+                    return Some(Some(Err(end)));
+                }
+            }
+        }
+        None
+    }
+
+    /// Sends the reconnect, cut off after the connect timeout (or what is
+    /// left of the deadline).
+    fn connect_now(&mut self) {
         let cursor = self.cursor.clone();
         let limit = self.config.connect_timeout;
         let limit = self.remaining().map_or(limit, |left| left.min(limit));
         let asked_at = Instant::now();
         let connecting = self.connector.connect(cursor.as_deref());
-        let Ok(connected) = tokio::time::timeout(limit, connecting).await else {
+        self.arm(limit);
+        self.step = Step::Connecting {
+            connecting,
+            cursor,
+            asked_at,
+            limit,
+        };
+    }
+
+    /// What a reconnect's outcome (`None`: no answer within `limit`) means.
+    /// `Some` ends the stream.
+    fn connected(
+        &mut self,
+        outcome: Option<Result<SseFrames, C::Error>>,
+        cursor: Option<String>,
+        asked_at: Instant,
+        limit: Duration,
+    ) -> Option<ResumeStreamError<C::Error>> {
+        let Some(connected) = outcome else {
             tracing::debug!(parent: &self.span(), ?cursor, ?limit, "reconnect did not answer in time");
             return self.attempt_failed(Attempt::ConnectTimeout(limit));
         };
