@@ -35,7 +35,7 @@ use futures::Stream;
 use sse_stream::Sse;
 
 pub use config::{Discontinuity, DiscontinuityObserver, IdRules, ResumeConfig};
-pub use connector::{Connector, ReconnectDisposition, RetryPolicy, SseFrames};
+pub use connector::{Connector, ReconnectDisposition, RetryPolicy, SseFrames, or_parent};
 pub use error::{Attempt, ResumeStreamError};
 pub use failure::{RESUME_FAILED_CODE, RESUME_FAILURE_KEY, ResumeFailure, ResumeFailureKind};
 pub use handshake::resend_handshake;

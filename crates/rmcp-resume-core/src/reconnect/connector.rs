@@ -100,7 +100,20 @@ pub trait Connector: Send + 'static {
     /// subscriber its fields) for nothing. Override to add fields: the
     /// session, the request.
     fn span(&self, scope: StreamScope, parent: &tracing::Span) -> tracing::Span {
-        tracing::warn_span!(parent: parent, "sse_stream", stream = ?scope)
+        or_parent(
+            tracing::warn_span!(parent: parent, "sse_stream", stream = ?scope),
+            parent,
+        )
+    }
+}
+
+/// `span`, or `parent` where a filter disabled `span`: a line made a child of
+/// a disabled span would be a root, and lose the caller's context too.
+pub fn or_parent(span: tracing::Span, parent: &tracing::Span) -> tracing::Span {
+    if span.is_disabled() {
+        parent.clone()
+    } else {
+        span
     }
 }
 

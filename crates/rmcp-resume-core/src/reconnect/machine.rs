@@ -499,7 +499,9 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
     /// stream allocates it, and a healthy stream without an idle timeout
     /// never does.
     fn arm(&mut self, after: Duration) {
-        let deadline = Instant::now() + after;
+        // `Duration::MAX` (a timeout set to "never", or a server's huge
+        // `Retry-After` under an uncapped delay) must not overflow the clock.
+        let deadline = crate::log::later(Instant::now(), after);
         match &mut self.timer {
             Some(timer) => timer.as_mut().reset(deadline),
             None => self.timer = Some(Box::pin(tokio::time::sleep_until(deadline))),

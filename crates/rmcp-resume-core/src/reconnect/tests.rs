@@ -1214,13 +1214,15 @@ fn a_lost_range_travels_as_event_ids() {
 }
 
 /// Counts, under a subscriber that enables everything: the spans made
-/// (`spans`), the events (`all`) and the events under both the stream's
-/// span and the span the stream was built in (`placed`).
+/// (`spans`), the events (`all`), the events under both the stream's
+/// span and the span the stream was built in (`placed`), and those under
+/// the latter at all (`under_caller`).
 #[derive(Clone, Default)]
 struct Lines {
     spans: Arc<std::sync::atomic::AtomicUsize>,
     all: Arc<std::sync::atomic::AtomicUsize>,
     placed: Arc<std::sync::atomic::AtomicUsize>,
+    under_caller: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 impl Lines {
@@ -1252,6 +1254,9 @@ where
         // The stream's own span, inside the caller's.
         if names.first() == Some(&"sse_stream") && names.contains(&"caller") {
             self.placed.fetch_add(1, SeqCst);
+        }
+        if names.contains(&"caller") {
+            self.under_caller.fetch_add(1, SeqCst);
         }
     }
 }
@@ -1311,6 +1316,119 @@ async fn a_healthy_stream_makes_no_span() {
     }
     assert_eq!(Lines::get(&lines.spans), 0, "no span made");
     assert_eq!(Lines::get(&lines.all), 0, "nothing logged");
+}
+
+/// A wait of `Duration::MAX` ("never": a timeout switched off, or a
+/// server's huge `Retry-After` under an uncapped delay) waits; it does not
+/// overflow the clock.
+#[tokio::test(start_paused = true)]
+async fn waits_of_duration_max_wait_without_overflowing_the_clock() {
+    #[derive(Debug)]
+    struct Forever;
+    impl RetryPolicy for Forever {
+        fn retry(&self, _: usize) -> Option<Duration> {
+            Some(Duration::MAX)
+        }
+    }
+    let cases = [
+        (
+            "connect",
+            ResumeConfig::default().with_connect_timeout(Duration::MAX),
+            Answer::Hang,
+        ),
+        (
+            "silent resume",
+            ResumeConfig::default().with_silent_resume_timeout(Duration::MAX),
+            Answer::Stall(vec![]),
+        ),
+        (
+            "backoff",
+            ResumeConfig::default().with_max_delay(Duration::MAX),
+            Answer::Status(503),
+        ),
+    ];
+    for (wait, config, answer) in cases {
+        let (script, log) = Script::new(vec![answer], || Answer::Hang);
+        let policy: Arc<dyn RetryPolicy> = Arc::new(Forever);
+        let mut stream = std::pin::pin!(resuming_frames(
+            None,
+            cut_after("3/1"),
+            script,
+            StreamScope::Standalone,
+            policy,
+            config,
+        ));
+        let next = tokio::time::timeout(Duration::from_secs(3600), stream.next()).await;
+        assert!(next.is_err(), "{wait}: still waiting after an hour");
+        assert_eq!(log.entries().len(), 1, "{wait}: one GET");
+    }
+}
+
+/// A request stream's ending form yields the error's frame once, then
+/// stays ended, as does a stream that ended without one.
+#[tokio::test(start_paused = true)]
+async fn the_ending_stream_stays_ended() {
+    let (script, _) = Script::new(vec![], || Answer::Status(404));
+    let mut stream = std::pin::pin!(resuming_frames_ending(
+        None,
+        cut_after("3/1"),
+        script,
+        StreamScope::Request,
+        fixed(Some(3), 10),
+        ResumeConfig::default(),
+        |error| message("", &format!("{{\"error\":\"{error}\"}}")),
+    ));
+    let last = stream.next().await.expect("the error's frame");
+    assert!(last.data.is_some_and(|d| d.contains("error")));
+    assert!(stream.next().await.is_none());
+    assert!(stream.next().await.is_none(), "still ended");
+
+    let mut answered = std::pin::pin!(resuming_frames_ending(
+        Some(opened(vec![response("1/1")])),
+        None,
+        Script::new(vec![], || Answer::Hang).0,
+        StreamScope::Request,
+        fixed(Some(3), 10),
+        ResumeConfig::default(),
+        |_| message("", "{}"),
+    ));
+    assert!(answered.next().await.is_some(), "the response");
+    assert!(answered.next().await.is_none());
+    assert!(answered.next().await.is_none(), "still ended");
+}
+
+/// Where a filter leaves the stream's span out (say `rmcp_resume_core=debug`
+/// alone), its lines stay under the caller's span instead of becoming roots.
+#[tokio::test(start_paused = true)]
+async fn a_filtered_out_stream_span_leaves_lines_under_the_callers() {
+    use tracing_subscriber::layer::{Layer as _, SubscriberExt};
+    let lines = Lines::default();
+    let no_stream_span = tracing_subscriber::filter::filter_fn(|meta| meta.name() != "sse_stream");
+    let _default = tracing::subscriber::set_default(
+        tracing_subscriber::registry().with(lines.clone().with_filter(no_stream_span)),
+    );
+    let (script, _) = Script::new(vec![Answer::Break(vec![])], || {
+        Answer::Frames(vec![response("4/1")])
+    });
+    let stream = tracing::info_span!("caller").in_scope(|| {
+        resuming_sse_stream(
+            None,
+            cut_after("3/1"),
+            script,
+            StreamScope::Request,
+            fixed(None, 10),
+            ResumeConfig::default(),
+        )
+    });
+    let (_, error) = drain(stream).await;
+    assert!(error.is_none(), "{error:?}");
+    let all = Lines::get(&lines.all);
+    assert!(all > 0, "the break is logged");
+    assert_eq!(
+        Lines::get(&lines.under_caller),
+        all,
+        "every line under the caller's span"
+    );
 }
 
 mod attack;

@@ -25,12 +25,13 @@ pub(super) fn stream_span(
     request: Option<&RequestId>,
 ) -> tracing::Span {
     let session_id = session.map(|s| s.as_ref()).unwrap_or("-");
-    match request {
+    let span = match request {
         Some(request) => {
             tracing::warn_span!(parent: parent, "sse_stream", session_id, ?stream, %request)
         }
         None => tracing::warn_span!(parent: parent, "sse_stream", session_id, ?stream),
-    }
+    };
+    rmcp_resume_core::reconnect::or_parent(span, parent)
 }
 
 /// Re-issues the GET through the wrapped client.
