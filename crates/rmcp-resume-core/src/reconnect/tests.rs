@@ -1261,13 +1261,10 @@ where
     }
 }
 
-#[tokio::test(start_paused = true)]
-async fn log_lines_are_children_of_the_span_the_stream_was_built_in() {
-    use tracing_subscriber::layer::SubscriberExt;
-    let lines = Lines::default();
-    let _default =
-        tracing::subscriber::set_default(tracing_subscriber::registry().with(lines.clone()));
-
+/// A request stream built in a span named `caller`, polled outside it,
+/// whose first connection breaks and whose resume answers; the lines it
+/// logged, of which there are some.
+async fn resume_a_break_built_in_a_caller_span(lines: &Lines) -> usize {
     let (script, _) = Script::new(vec![Answer::Break(vec![])], || {
         Answer::Frames(vec![response("4/1")])
     });
@@ -1281,11 +1278,21 @@ async fn log_lines_are_children_of_the_span_the_stream_was_built_in() {
             ResumeConfig::default(),
         )
     });
-    // Polled outside the span: the lines still belong to it.
     let (_, error) = drain(stream).await;
     assert!(error.is_none(), "{error:?}");
     let all = Lines::get(&lines.all);
     assert!(all > 0, "the break is logged");
+    all
+}
+
+#[tokio::test(start_paused = true)]
+async fn log_lines_are_children_of_the_span_the_stream_was_built_in() {
+    use tracing_subscriber::layer::SubscriberExt;
+    let lines = Lines::default();
+    let _default =
+        tracing::subscriber::set_default(tracing_subscriber::registry().with(lines.clone()));
+
+    let all = resume_a_break_built_in_a_caller_span(&lines).await;
     assert_eq!(
         Lines::get(&lines.placed),
         all,
@@ -1407,23 +1414,7 @@ async fn a_filtered_out_stream_span_leaves_lines_under_the_callers() {
     let _default = tracing::subscriber::set_default(
         tracing_subscriber::registry().with(lines.clone().with_filter(no_stream_span)),
     );
-    let (script, _) = Script::new(vec![Answer::Break(vec![])], || {
-        Answer::Frames(vec![response("4/1")])
-    });
-    let stream = tracing::info_span!("caller").in_scope(|| {
-        resuming_sse_stream(
-            None,
-            cut_after("3/1"),
-            script,
-            StreamScope::Request,
-            fixed(None, 10),
-            ResumeConfig::default(),
-        )
-    });
-    let (_, error) = drain(stream).await;
-    assert!(error.is_none(), "{error:?}");
-    let all = Lines::get(&lines.all);
-    assert!(all > 0, "the break is logged");
+    let all = resume_a_break_built_in_a_caller_span(&lines).await;
     assert_eq!(
         Lines::get(&lines.under_caller),
         all,
