@@ -48,8 +48,9 @@ use crate::resumption::StreamScope;
 /// re-sent events are removed, and ids are checked.
 ///
 /// `first` is the stream already open (a POST response or the first GET),
-/// `cursor` the `Last-Event-ID` it starts from. The stream's log lines are
-/// children of the span that is current when this is called. Message frames
+/// `cursor` the `Last-Event-ID` it starts from. Each log line of the stream
+/// is under a span the connector makes for it ([`Connector::span`]), itself
+/// under the span that is current when this is called. Message frames
 /// and priming frames (an id or a `retry` without data) pass through, except
 /// that a request stream's priming frame leaves its id with the machine: it
 /// goes on as its `retry` alone, or not at all without one. Other event

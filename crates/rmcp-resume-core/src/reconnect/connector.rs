@@ -97,8 +97,9 @@ pub trait Connector: Send + 'static {
     /// span current when the stream started). Made per line, not per
     /// stream: a healthy stream logs nothing, and a span at the level of its
     /// warnings would cost every call its creation (and a formatting
-    /// subscriber its fields) for nothing. Override to add fields: the
-    /// session, the request.
+    /// subscriber its fields) for nothing. Override to add fields (the
+    /// session, the request), and pass the span through [`or_parent`], so
+    /// that a filter that leaves it out does not make the line a root.
     fn span(&self, scope: StreamScope, parent: &tracing::Span) -> tracing::Span {
         or_parent(
             tracing::warn_span!(parent: parent, "sse_stream", stream = ?scope),

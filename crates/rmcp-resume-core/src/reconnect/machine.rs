@@ -957,10 +957,17 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
                         if proof == Proof::Assumed {
                             // Said, not swallowed: the peer gave nothing to
                             // check (opaque ids, no acknowledgement).
-                            // Fields, not `span()`: the verifier borrows the state.
-                            let span = self.connector.span(self.scope, &self.parent);
-                            let cursor = &self.cursor;
-                            tracing::info!(parent: &span, ?cursor, first = id, "resumed without proof of continuity");
+                            // Fields, not `span()`: the verifier borrows the
+                            // state. Inside the macro, the span is made only
+                            // if the line is logged.
+                            let (connector, parent) = (&self.connector, &self.parent);
+                            let (scope, cursor) = (self.scope, &self.cursor);
+                            tracing::info!(
+                                parent: &connector.span(scope, parent),
+                                ?cursor,
+                                first = id,
+                                "resumed without proof of continuity"
+                            );
                         }
                         let checker = verifier.clone().into_checker();
                         self.follow(Some(checker));

@@ -1310,19 +1310,60 @@ async fn a_healthy_stream_makes_no_span() {
     let _default =
         tracing::subscriber::set_default(tracing_subscriber::registry().with(lines.clone()));
 
-    for scope in [StreamScope::Request, StreamScope::Standalone] {
-        let (script, _) = Script::new(vec![], || Answer::Status(404));
-        let frames = frames_of(
-            vec![priming("0/1", 3000), progress("1/1", 1), response("2/1")],
-            script,
-            scope,
-            3,
-        )
-        .await;
-        assert!(!frames.is_empty(), "{scope:?}: frames pass");
-    }
+    let frames = || vec![priming("0/1", 3000), progress("1/1", 1), response("2/1")];
+    // A request stream read to its end: answered, then closed.
+    let (script, log) = Script::new(vec![], || Answer::Status(404));
+    let (delivered, error) = drain(resuming_sse_stream(
+        Some(opened(frames())),
+        None,
+        script,
+        StreamScope::Request,
+        fixed(Some(3), 10),
+        ResumeConfig::default(),
+    ))
+    .await;
+    assert!(error.is_none(), "{error:?}");
+    assert_eq!(delivered.len(), 2, "the progress and the response");
+    assert!(log.entries().is_empty(), "no reconnect");
+    // The standalone stream, open.
+    let (script, _) = Script::new(vec![], || Answer::Status(404));
+    let open = frames_of(frames(), script, StreamScope::Standalone, 3).await;
+    assert_eq!(open.len(), 3);
     assert_eq!(Lines::get(&lines.spans), 0, "no span made");
     assert_eq!(Lines::get(&lines.all), 0, "nothing logged");
+}
+
+/// A line a filter leaves out makes no span either: under a subscriber that
+/// shows warnings only, a resume taken without proof (an INFO line) makes
+/// none.
+#[tokio::test(start_paused = true)]
+async fn a_line_filtered_out_makes_no_span() {
+    use tracing_subscriber::layer::{Layer as _, SubscriberExt};
+    let lines = Lines::default();
+    let warnings = tracing_subscriber::filter::LevelFilter::WARN;
+    let _default = tracing::subscriber::set_default(
+        tracing_subscriber::registry().with(lines.clone().with_filter(warnings)),
+    );
+    let (script, log) = Script::new(
+        vec![Answer::Frames(vec![
+            progress("opaque-2", 1),
+            response("opaque-3"),
+        ])],
+        || Answer::Hang,
+    );
+    let (delivered, error) = drain(resuming_sse_stream(
+        None,
+        Some("opaque-1".to_owned()),
+        script,
+        StreamScope::Request,
+        fixed(Some(3), 10),
+        ResumeConfig::default(),
+    ))
+    .await;
+    assert!(error.is_none(), "{error:?}");
+    assert_eq!(delivered.len(), 2, "the resume's progress and response");
+    assert_eq!(log.entries().len(), 1, "one resume");
+    assert_eq!(Lines::get(&lines.spans), 0, "no span for a line not shown");
 }
 
 /// A wait of `Duration::MAX` ("never": a timeout switched off, or a
