@@ -302,6 +302,23 @@ async fn drain(
     );
 }
 
+/// A request stream under the default config, read to its end.
+async fn request_stream(
+    first: Option<SseFrames>,
+    cursor: Option<String>,
+    script: Script,
+) -> Outcome {
+    let stream = resuming_sse_stream(
+        first,
+        cursor,
+        script,
+        StreamScope::Request,
+        fixed(Some(3), 10),
+        ResumeConfig::default(),
+    );
+    drain(stream).await
+}
+
 /// A stream that stays open after its frames: read until the test's horizon.
 async fn read_for(
     stream: impl futures::Stream<Item = Result<Sse, ResumeStreamError<Status>>>,
@@ -1313,15 +1330,7 @@ async fn a_healthy_stream_makes_no_span() {
     let frames = || vec![priming("0/1", 3000), progress("1/1", 1), response("2/1")];
     // A request stream read to its end: answered, then closed.
     let (script, log) = Script::new(vec![], || Answer::Status(404));
-    let (delivered, error) = drain(resuming_sse_stream(
-        Some(opened(frames())),
-        None,
-        script,
-        StreamScope::Request,
-        fixed(Some(3), 10),
-        ResumeConfig::default(),
-    ))
-    .await;
+    let (delivered, error) = request_stream(Some(opened(frames())), None, script).await;
     assert!(error.is_none(), "{error:?}");
     assert_eq!(delivered.len(), 2, "the progress and the response");
     assert!(log.entries().is_empty(), "no reconnect");
@@ -1351,15 +1360,7 @@ async fn a_line_filtered_out_makes_no_span() {
         ])],
         || Answer::Hang,
     );
-    let (delivered, error) = drain(resuming_sse_stream(
-        None,
-        Some("opaque-1".to_owned()),
-        script,
-        StreamScope::Request,
-        fixed(Some(3), 10),
-        ResumeConfig::default(),
-    ))
-    .await;
+    let (delivered, error) = request_stream(None, Some("opaque-1".to_owned()), script).await;
     assert!(error.is_none(), "{error:?}");
     assert_eq!(delivered.len(), 2, "the resume's progress and response");
     assert_eq!(log.entries().len(), 1, "one resume");
