@@ -222,6 +222,16 @@ impl Read {
     }
 }
 
+/// What one turn of the machine gives its stream.
+enum Turn<E: std::error::Error + 'static> {
+    /// Nothing yet: take the next turn.
+    Go,
+    /// An item for the stream.
+    Yield(Item<E>),
+    /// The stream has ended.
+    End,
+}
+
 /// What a read of the open stream waits for, fixed when the read starts.
 #[derive(Clone, Copy)]
 struct ReadPlan {
@@ -231,8 +241,18 @@ struct ReadPlan {
     silence: Duration,
     /// The read is of a resume that has said nothing yet.
     silent: bool,
-    /// When the read ends as [`Read::Idle`]: the earlier of the two.
-    wait: Option<Duration>,
+}
+
+impl ReadPlan {
+    /// When the read ends as [`Read::Idle`]: the idle timeout, and the
+    /// silence if the resume is silent, whichever comes first.
+    fn wait(&self) -> Option<Duration> {
+        match (self.idle, self.silent) {
+            (Some(idle), true) => Some(idle.min(self.silence)),
+            (None, true) => Some(self.silence),
+            (idle, false) => idle,
+        }
+    }
 }
 
 /// The wait under way between two calls of [`Machine::poll_next`]: the
@@ -243,7 +263,7 @@ struct ReadPlan {
 enum Step<E> {
     /// Nothing under way: the state says what comes next.
     Ready,
-    /// Reading the open stream; the timer runs if `plan.wait` is set.
+    /// Reading the open stream; the timer runs if the plan has a wait.
     Reading(ReadPlan),
     /// Waiting out a backoff on the timer.
     Backoff,
@@ -383,16 +403,10 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
                     ..
                 }
             );
-        let wait = match (idle, silent) {
-            (Some(idle), true) => Some(idle.min(silence)),
-            (None, true) => Some(silence),
-            (idle, false) => idle,
-        };
         ReadPlan {
             idle,
             silence,
             silent,
-            wait,
         }
     }
 
@@ -401,12 +415,11 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
     pub(super) fn poll_next(&mut self, cx: &mut Context<'_>) -> Poll<Option<Item<C::Error>>> {
         loop {
             let (read, plan) = match &mut self.step {
-                Step::Ready => {
-                    if let Some(end) = self.start() {
-                        return Poll::Ready(end);
-                    }
-                    continue;
-                }
+                Step::Ready => match self.start() {
+                    Turn::Go => continue,
+                    Turn::Yield(item) => return Poll::Ready(Some(item)),
+                    Turn::End => return Poll::Ready(None),
+                },
                 Step::Reading(plan) => {
                     let plan = *plan;
                     let (State::Verifying { frames, .. }
@@ -418,7 +431,9 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
                     };
                     let read = match frames.poll_next_unpin(cx) {
                         Poll::Ready(next) => Read::of(next),
-                        Poll::Pending if plan.wait.is_some() && self.timer_fired(cx) => Read::Idle,
+                        Poll::Pending if plan.wait().is_some() && self.timer_fired(cx) => {
+                            Read::Idle
+                        }
                         Poll::Pending => return Poll::Pending,
                     };
                     (read, plan)
@@ -452,29 +467,31 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
                 }
             };
             self.step = Step::Ready;
-            if let Some(item) = self.on_read(read, plan) {
-                return Poll::Ready(item);
+            match self.on_read(read, plan) {
+                Turn::Go => {}
+                Turn::Yield(item) => return Poll::Ready(Some(item)),
+                Turn::End => return Poll::Ready(None),
             }
         }
     }
 
-    /// Starts what the state calls for: a read, a backoff, a reconnect. `Some`
-    /// is what the stream yields at once (its end, or an error that ends it).
-    fn start(&mut self) -> Option<Option<Item<C::Error>>> {
+    /// Starts what the state calls for: a read, a backoff, a reconnect; or
+    /// yields at once what ends the stream.
+    fn start(&mut self) -> Turn<C::Error> {
         match &self.state {
-            State::Done => Some(None),
+            State::Done => Turn::End,
             State::GiveUp => {
                 self.state = State::Done;
-                Some(Some(Err(ResumeStreamError::Exhausted {
+                Turn::Yield(Err(ResumeStreamError::Exhausted {
                     attempts: 1,
                     cursor: None,
                     last: Box::new(Attempt::OpeningFailed),
-                })))
+                }))
             }
             State::Backoff(delay) => {
                 let delay = *delay;
                 if let Some(end) = self.past_deadline(delay) {
-                    return Some(Some(Err(end)));
+                    return Turn::Yield(Err(end));
                 }
                 if delay.is_zero() {
                     self.connect_now();
@@ -482,15 +499,15 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
                     self.arm(delay);
                     self.step = Step::Backoff;
                 }
-                None
+                Turn::Go
             }
             State::Verifying { .. } | State::Following { .. } | State::Draining { .. } => {
                 let plan = self.plan_read();
-                if let Some(wait) = plan.wait {
+                if let Some(wait) = plan.wait() {
                     self.arm(wait);
                 }
                 self.step = Step::Reading(plan);
-                None
+                Turn::Go
             }
         }
     }
@@ -515,9 +532,8 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
             .is_some_and(|timer| timer.as_mut().poll(cx).is_ready())
     }
 
-    /// What one read of the open stream means. `Some` is what the stream
-    /// yields (`Some(None)` its end); `None` goes on.
-    fn on_read(&mut self, read: Read, plan: ReadPlan) -> Option<Option<Item<C::Error>>> {
+    /// What one read of the open stream means for the stream.
+    fn on_read(&mut self, read: Read, plan: ReadPlan) -> Turn<C::Error> {
         let ReadPlan {
             idle,
             silence,
@@ -538,7 +554,7 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
         if matches!(self.state, State::Draining { .. }) && !matches!(read, Read::Frame(_)) {
             // Answered: its end is the end, however it comes.
             self.state = State::Done;
-            return Some(None);
+            return Turn::End;
         }
         match read {
             Read::Frame(sse) => match self.on_frame(sse) {
@@ -547,7 +563,7 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
                         self.progress();
                         self.drain();
                     }
-                    return Some(Some(Ok(sse)));
+                    return Turn::Yield(Ok(sse));
                 }
                 Frame::Skip => {}
                 // A response that has arrived is never thrown away: what
@@ -568,11 +584,11 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
                     });
                     self.progress();
                     self.drain();
-                    return Some(Some(Ok(*sse)));
+                    return Turn::Yield(Ok(*sse));
                 }
                 Frame::Fail(error, _) => {
                     if let Some(end) = self.resume_failed(error) {
-                        return Some(Some(Err(end)));
+                        return Turn::Yield(Err(end));
                     }
                 }
             },
@@ -587,7 +603,7 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
             Read::Idle if silent => {
                 tracing::debug!(parent: &self.span(), cursor = ?self.cursor, ?silence, "resume stayed silent; trying again");
                 if let Some(end) = self.resume_brought_nothing(Attempt::Silent(silence)) {
-                    return Some(Some(Err(end)));
+                    return Turn::Yield(Err(end));
                 }
             }
             Read::Idle => {
@@ -602,7 +618,7 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
             {
                 tracing::debug!(parent: &self.span(), %error, cursor = ?self.cursor, "SSE stream cannot be read");
                 if let Some(end) = self.resume_failed(ResumeStreamError::Malformed(error)) {
-                    return Some(Some(Err(end)));
+                    return Turn::Yield(Err(end));
                 }
             }
             Read::Broke(error) => {
@@ -613,16 +629,16 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
                     self.progress();
                 }
                 if let Some(end) = self.attempt_failed(Attempt::Transport(error)) {
-                    return Some(Some(Err(end)));
+                    return Turn::Yield(Err(end));
                 }
             }
             Read::Closed => {
                 if let Some(end) = self.on_close() {
-                    return Some(Some(Err(end)));
+                    return Turn::Yield(Err(end));
                 }
             }
         }
-        None
+        Turn::Go
     }
 
     /// Sends the reconnect, cut off after the connect timeout (or what is
