@@ -862,15 +862,7 @@ async fn answered_request_stream_is_read_to_its_end_without_resuming() {
     // connection was read to EOF rather than dropped mid-body.
     let first = opened(vec![priming("0/3", 500), response("1/3")]);
     let (script, log) = Script::new(vec![], || Answer::Frames(vec![]));
-    let stream = resuming_sse_stream(
-        Some(first),
-        None,
-        script,
-        StreamScope::Request,
-        fixed(Some(3), 10),
-        ResumeConfig::default(),
-    );
-    let (messages, error) = drain(stream).await;
+    let (messages, error) = request_stream(Some(first), None, script).await;
     assert_eq!(messages.len(), 1);
     assert!(error.is_none(), "{error:?}");
     assert!(log.cursors().is_empty(), "no resume: {:?}", log.cursors());
@@ -880,15 +872,7 @@ async fn answered_request_stream_is_read_to_its_end_without_resuming() {
     let (script, log) = Script::new(vec![Answer::Frames(vec![response("1/4")])], || {
         Answer::Frames(vec![])
     });
-    let stream = resuming_sse_stream(
-        Some(first),
-        None,
-        script,
-        StreamScope::Request,
-        fixed(Some(3), 10),
-        ResumeConfig::default(),
-    );
-    let (messages, error) = drain(stream).await;
+    let (messages, error) = request_stream(Some(first), None, script).await;
     assert_eq!(messages.len(), 1, "{error:?}");
     assert_eq!(log.cursors(), [cut_after("0/4")]);
 

@@ -528,8 +528,11 @@ impl<C: StreamableHttpClient> ResumeGuard<C> {
                     Ok(sse) => Some(Ok(sse)),
                     Err(error) => {
                         // Once per stream, and the application is told.
-                        let span = stream_span(&parent, sid.as_ref(), scope, None);
-                        tracing::warn!(parent: &span, %error, "standalone SSE stream given up; no further server notifications");
+                        tracing::warn!(
+                            parent: &stream_span(&parent, sid.as_ref(), scope, None),
+                            %error,
+                            "standalone SSE stream given up; no further server notifications"
+                        );
                         if let Some(observer) = &shared.resume.on_discontinuity {
                             observer(&Discontinuity::given_up(error.to_string()));
                         }
