@@ -293,7 +293,10 @@ async fn an_answer_in_the_batch_that_reopens_its_call_closes_it() {
 /// and nothing is trimmed), and the same writes committed one by one on
 /// another (a Redis stream). Every read of the two (each `from`, short and
 /// long pages) is equal, after a retry of the whole batch too, and a late
-/// append is dropped by both. Both layouts occur.
+/// append is dropped by both. Both layouts occur. A third session commits
+/// the batch with its `Open` twice, which the script's quick-call path
+/// does not take: what the two leave in Redis (the stream's hash, its
+/// stream key, the open-call hash) is equal.
 #[tokio::test]
 async fn a_call_answered_in_one_batch_reads_as_one_committed_write_by_write() {
     let server = RedisServer::start();
@@ -303,12 +306,14 @@ async fn a_call_answered_in_one_batch_reads_as_one_committed_write_by_write() {
     let log = connect(&server, windowed).await;
     let mut redis = raw(&server).await;
     let mut rng = Lcg(0xca11);
-    let (mut packed, mut streamed) = (0, 0);
+    let (mut packed, mut streamed, mut quick_path) = (0, 0, 0);
     for case in 0..60 {
-        let (quick, slow) = (format!("q{case}"), format!("s{case}"));
+        let (quick, slow, general) = (format!("q{case}"), format!("s{case}"), format!("g{case}"));
         let lease_q = owned(&log, &quick, "a").await;
         let lease_s = owned(&log, &slow, "a").await;
+        let lease_g = owned(&log, &general, "a").await;
         let (session_q, session_s) = (log.session(&quick), log.session(&slow));
+        let session_g = log.session(&general);
         let m_q = session_q
             .reserve_streams(lease_q, 1)
             .await
@@ -317,33 +322,69 @@ async fn a_call_answered_in_one_batch_reads_as_one_committed_write_by_write() {
             .reserve_streams(lease_s, 1)
             .await
             .expect("reserve");
+        let m_g = session_g
+            .reserve_streams(lease_g, 1)
+            .await
+            .expect("reserve");
         let total = 1 + rng.next(24);
         let events: Vec<Option<String>> = (0..total)
             .map(|n| (n > 0 || rng.next(2) == 0).then(|| payload(&mut rng, n)))
             .collect();
         let opened = rng.next(2) == 0;
+        // Where the call's `Open` goes among its events: a server commits
+        // its priming event first.
+        let open_at = rng.next(total + 1) as usize;
         let writes = |m: u64| -> Vec<Write<'_>> {
-            let open = opened.then_some(Write::Open {
-                stream: m,
-                request_id: "7",
-            });
-            let appends = events
+            let mut writes: Vec<Write<'_>> = events
                 .iter()
                 .enumerate()
-                .map(move |(i, data)| Write::Append {
+                .map(|(i, data)| Write::Append {
                     stream: StreamId::Request(m),
                     index: Some(i as u64),
                     data: data.as_deref(),
-                });
-            open.into_iter()
-                .chain(appends)
-                .chain(std::iter::once(Write::Finish { stream: m }))
-                .collect()
+                })
+                .collect();
+            if opened {
+                let open = Write::Open {
+                    stream: m,
+                    request_id: "7",
+                };
+                writes.insert(open_at, open);
+            }
+            writes.push(Write::Finish { stream: m });
+            writes
         };
-        session_q
+        let before = hmget_calls(&mut redis).await;
+        let committed = session_q
             .commit(lease_q, &writes(m_q))
             .await
             .expect("batch");
+        // The quick-call path reads no stream state.
+        if hmget_calls(&mut redis).await == before {
+            quick_path += 1;
+        }
+        // The same batch with its `Open` twice, which the quick-call path
+        // does not take.
+        let mut twice = writes(m_g);
+        if opened {
+            twice.insert(
+                0,
+                Write::Open {
+                    stream: m_g,
+                    request_id: "7",
+                },
+            );
+        }
+        let by_general = session_g
+            .commit(lease_g, &twice)
+            .await
+            .expect("batch with its open twice");
+        assert_eq!(committed, by_general, "case {case}");
+        assert_eq!(
+            stored(&mut redis, &quick, m_q).await,
+            stored(&mut redis, &general, m_g).await,
+            "case {case}"
+        );
         for write in writes(m_s) {
             session_s
                 .commit(lease_s, &[write])
@@ -400,7 +441,61 @@ async fn a_call_answered_in_one_batch_reads_as_one_committed_write_by_write() {
         }
     }
     assert!(
-        packed >= 10 && streamed >= 10,
-        "packed {packed}, streamed {streamed}"
+        packed >= 10 && streamed >= 10 && quick_path >= 5,
+        "packed {packed}, streamed {streamed}, by the quick-call path {quick_path}"
     );
+}
+
+/// How many `HMGET`s Redis has run (`INFO commandstats`).
+async fn hmget_calls(redis: &mut redis::aio::MultiplexedConnection) -> u64 {
+    let info: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query_async(redis)
+        .await
+        .expect("INFO");
+    info.lines()
+        .find_map(|line| line.strip_prefix("cmdstat_hmget:calls="))
+        .and_then(|rest| rest.split(',').next())
+        .and_then(|calls| calls.parse().ok())
+        .unwrap_or(0)
+}
+
+/// What Redis holds of request stream `m` of `session`: its state hash, its
+/// stream's entry count, its entry in the open-call hash, and whether
+/// either key is held forever.
+async fn stored(
+    redis: &mut redis::aio::MultiplexedConnection,
+    session: &str,
+    m: u64,
+) -> (Vec<(String, String)>, usize, Option<String>, bool, bool) {
+    let base = format!("t:{{{session}}}:");
+    let (meta, key) = (format!("{base}m:{m}"), format!("{base}x:{m}"));
+    let mut hash: Vec<(String, String)> = redis::cmd("HGETALL")
+        .arg(&meta)
+        .query_async(redis)
+        .await
+        .expect("HGETALL");
+    hash.sort();
+    let entries: usize = redis::cmd("XLEN")
+        .arg(&key)
+        .query_async(redis)
+        .await
+        .expect("XLEN");
+    let open: Option<String> = redis::cmd("HGET")
+        .arg(format!("{base}open"))
+        .arg(m)
+        .query_async(redis)
+        .await
+        .expect("HGET");
+    let mut expires = [false; 2];
+    for (at, key) in [&meta, &key].into_iter().enumerate() {
+        let ttl: i64 = redis::cmd("PTTL")
+            .arg(key)
+            .query_async(redis)
+            .await
+            .expect("PTTL");
+        // -1: a key that never expires; -2: no key.
+        expires[at] = ttl != -1;
+    }
+    (hash, entries, open, expires[0], expires[1])
 }
