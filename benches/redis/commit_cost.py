@@ -5,9 +5,9 @@
 
 Starts a redis-server on a temporary Unix socket, loads SCRIPT (default:
 the shared log's commit.lua), and commits CALLS quick calls (a priming
-event, an answer and the stream's finish, in one batch, one call per new
-request stream) in pipelines of 100, as the server's group committer sends
-them. Prints, per tenth of the calls, Redis's time per EVALSHA
+event, the call's opening, an answer and the stream's finish, in one batch
+and in the order the server sends them, one call per new request stream)
+in pipelines of 100, as the server's group committer sends them. Prints, per tenth of the calls, Redis's time per EVALSHA
 (`INFO commandstats`) and its memory per call (`used_memory`): both grow
 with the keyspace, which is why the figure is given at several sizes.
 `--no-answered-ttl` sends the argument list of the scripts before
@@ -104,8 +104,8 @@ def run(redis, script, calls, answered_ttl):
                 batch.append(encode(
                     "EVALSHA", sha, "1", "b:{s}:epoch", "b:{s}:", "1", str(int(time.time() * 1000)),
                     "64", "4096", "300000", "4194304", "3600000", *answered_ttl,
-                    "o", stream, str(call), "",
                     "a", stream, "0", "",
+                    "o", stream, str(call), "",
                     "a", stream, "1", ANSWER % call,
                     "f", stream, "", ""))
             redis.sock.sendall(b"".join(batch))

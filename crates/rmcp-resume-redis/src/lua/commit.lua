@@ -45,7 +45,7 @@ local packed_events = 16
 -- else, or a stream Redis knows (a retried batch), takes the general path.
 local ops = (#ARGV - 9) / 4
 local quick, stream = ops - 2, ARGV[11]
-if quick >= 1 and quick <= packed_events and stream ~= 's'
+if (#ARGV - 9) % 4 == 0 and quick >= 1 and quick <= packed_events and stream ~= 's'
     and ARGV[#ARGV - 3] == 'f' and ARGV[#ARGV - 2] == stream then
   local bytes, opened = 0, 0
   for i = 10, #ARGV - 4, 4 do
