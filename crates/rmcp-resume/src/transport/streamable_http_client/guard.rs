@@ -203,6 +203,7 @@ fn guard_request_stream<C, E>(
     config: ResumeConfig,
     request: RequestId,
     revision_resumes: bool,
+    session: Option<Arc<str>>,
 ) -> BoxStream<'static, Result<Sse, SseError>>
 where
     C: SseReconnect<Error = StreamableHttpError<E>>,
@@ -216,7 +217,8 @@ where
         policy,
         config,
         move |error| {
-            tracing::debug!(%error, %request, "request stream could not be resumed");
+            let session_id = session.as_deref().unwrap_or("-");
+            tracing::debug!(session_id, %request, %error, "request stream could not be resumed");
             failure_frame(&request, &error, revision_resumes)
         },
     )
@@ -370,7 +372,7 @@ impl<C: StreamableHttpClient> ResumeGuard<C> {
                 let session = named.as_deref().map(Arc::from).or(sid);
                 let connector = this.connector(
                     endpoint,
-                    session,
+                    session.clone(),
                     bearer,
                     headers,
                     event_limit,
@@ -383,6 +385,7 @@ impl<C: StreamableHttpClient> ResumeGuard<C> {
                     this.shared.resume.clone(),
                     request,
                     resumable,
+                    session,
                 );
                 Ok(StreamableHttpPostResponse::Sse(guarded, named))
             })
@@ -509,7 +512,8 @@ impl<C: StreamableHttpClient> ResumeGuard<C> {
                 // back, upstream's worker would never open the stream again,
                 // and the session would get no server notification for life.
                 Err(error) if opening_retryable(&connector, &error) => {
-                    tracing::debug!(%error, "first SSE GET failed; retrying it");
+                    let session_id = sid.as_deref().unwrap_or("-");
+                    tracing::debug!(session_id, %error, "first SSE GET failed; retrying it");
                     None
                 }
                 Err(error) => return Err(error),

@@ -70,8 +70,55 @@ async fn guarded(frames: Vec<Result<Sse, SseError>>, revision_resumes: bool) -> 
         ResumeConfig::default(),
         RequestId::Number(4),
         revision_resumes,
+        Some(Arc::from("s-77")),
     );
     stream.filter_map(|f| async move { f.ok() }).collect().await
+}
+
+/// An event's message and its `session_id` field.
+type Logged = (String, Option<String>);
+
+/// Each event as logged.
+#[derive(Clone, Default)]
+struct SessionIds(Arc<Mutex<Vec<Logged>>>);
+
+impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for SessionIds {
+    fn on_event(&self, event: &tracing::Event<'_>, _: tracing_subscriber::layer::Context<'_, S>) {
+        #[derive(Default)]
+        struct Fields(String, Option<String>);
+        impl tracing::field::Visit for Fields {
+            fn record_str(&mut self, field: &tracing::field::Field, value: &str) {
+                if field.name() == "session_id" {
+                    self.1 = Some(value.to_owned());
+                }
+            }
+            fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+                if field.name() == "message" {
+                    self.0 = format!("{value:?}");
+                }
+            }
+        }
+        let mut fields = Fields::default();
+        event.record(&mut fields);
+        if let Ok(mut seen) = self.0.lock() {
+            seen.push((fields.0, fields.1));
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_request_stream_that_cannot_be_resumed_logs_its_session() {
+    use tracing_subscriber::layer::SubscriberExt;
+    let ids = SessionIds::default();
+    let subscriber = tracing_subscriber::registry().with(ids.clone());
+    let _guard = tracing::subscriber::set_default(subscriber);
+    let frames = guarded(vec![Ok(progress()), Err(broken())], true).await;
+    assert!(frames.get(1).and_then(failure_of).is_some(), "{frames:?}");
+    let seen = ids.0.lock().map(|seen| seen.clone()).unwrap_or_default();
+    let line = seen
+        .iter()
+        .find(|(message, _)| message.contains("could not be resumed"));
+    assert_eq!(line.and_then(|l| l.1.as_deref()), Some("s-77"), "{seen:?}");
 }
 
 fn failure_of(sse: &Sse) -> Option<ResumeFailure> {
