@@ -41,8 +41,9 @@ local packed_events = 16
 -- A quick call alone in its batch (its events from the stream's first
 -- index on, its 'o' once anywhere among them, then 'f'; one request stream
 -- that Redis does not know): what the general path below does for it, with
--- no tables or closures, which are most of a small script's cost. Anything
--- else, or a stream Redis knows (a retried batch), takes the general path.
+-- no closures and one table (the HSET's arguments); the general path's
+-- closures and tables are most of a small script's cost. Anything else, or
+-- a stream Redis knows (a retried batch), takes the general path.
 local ops = (#ARGV - 9) / 4
 local quick, stream = ops - 2, ARGV[11]
 if (#ARGV - 9) % 4 == 0 and quick >= 1 and quick <= packed_events and stream ~= 's'
