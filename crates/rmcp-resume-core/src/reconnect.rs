@@ -17,6 +17,7 @@
 //! It is generic over a [`Connector`] (what issues the `GET`) and a
 //! [`RetryPolicy`], so any HTTP client and any SDK can drive it.
 
+mod answer;
 mod config;
 mod connector;
 mod error;
@@ -34,6 +35,7 @@ use std::task::{Context, Poll};
 use futures::Stream;
 use sse_stream::Sse;
 
+pub use answer::{AnswerFrame, EarlyAnswer, MAX_SKIPPED, Replayed, answer_within};
 pub use config::{Discontinuity, DiscontinuityObserver, IdRules, ResumeConfig};
 pub use connector::{Connector, ReconnectDisposition, RetryPolicy, SseFrames, or_parent};
 pub use error::{Attempt, ResumeStreamError};

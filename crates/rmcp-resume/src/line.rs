@@ -37,6 +37,7 @@
 //! | `HEADER_MCP_PROTOCOL_VERSION` | upstream's constant | the same; 0.15: the header's name (it has no constant) |
 //! | `refuses_credentials` | `AuthRequired` or `InsufficientScope` | the same; 0.15: `AuthRequired` (it has no scope error) |
 //! | `originating_request` | SEP-2260's `OriginatingRequestId` | none (requests go to the standalone stream) |
+//! | `answer_wait` | the config's: the worker runs `POST`s beside each other | zero: the worker awaits each `POST` in turn |
 //! | `ResponseLimits`, `post`, `get` | the size-limited client calls | the plain calls (1.8 reads events unbounded) |
 
 #[cfg_attr(rmcp_line_1, path = "line/v1.rs")]

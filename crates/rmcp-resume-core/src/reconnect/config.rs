@@ -108,6 +108,7 @@ pub type DiscontinuityObserver = Arc<dyn Fn(&Discontinuity) + Send + Sync>;
 /// | the delay before a reconnect (the policy's, the server's `retry`, `Retry-After`) | [`max_delay`](Self::max_delay) (30 s), its cap | the reconnect |
 /// | a request stream failing to resume | [`resume_deadline`](Self::resume_deadline) (2 min) | the request fails |
 /// | an open stream with no event | [`idle_timeout`](Self::idle_timeout) (off) | the stream is resumed |
+/// | a request's answer, right after its response head | [`answer_wait`](Self::answer_wait) (10 ms) | the stream is read as usual |
 ///
 /// A stream the server holds open and keeps quiet is a call still working,
 /// as on a connection never cut: it ends with the request's own timeout
@@ -156,6 +157,14 @@ pub struct ResumeConfig {
     /// Default 2 min: the longest the other limits allow with the default
     /// policy is about that.
     pub resume_deadline: Duration,
+    /// How long a request's `POST` goes on reading its response stream for
+    /// the answer, where the client's worker can use an answer read there
+    /// (see [`answer_within`](crate::reconnect::answer_within)). An answer
+    /// that is the stream's first message and comes within this is handed
+    /// over as the `POST`'s result, without a stream; anything else hands
+    /// the stream over as it is, with nothing lost. Default 10 ms; zero
+    /// never waits.
+    pub answer_wait: Duration,
 }
 
 impl Default for ResumeConfig {
@@ -171,6 +180,7 @@ impl Default for ResumeConfig {
             silent_resume_timeout: Self::DEFAULT_SILENT_RESUME_TIMEOUT,
             resume_deadline: Self::DEFAULT_RESUME_DEADLINE,
             max_delay: Self::DEFAULT_MAX_DELAY,
+            answer_wait: Self::DEFAULT_ANSWER_WAIT,
         }
     }
 }
@@ -184,6 +194,8 @@ impl ResumeConfig {
     pub const DEFAULT_RESUME_DEADLINE: Duration = Duration::from_secs(120);
     /// Default [`max_delay`](Self::max_delay).
     pub const DEFAULT_MAX_DELAY: Duration = Duration::from_secs(30);
+    /// Default [`answer_wait`](Self::answer_wait).
+    pub const DEFAULT_ANSWER_WAIT: Duration = Duration::from_millis(10);
 
     /// Sets [`max_delay`](Self::max_delay).
     pub fn with_max_delay(self, max_delay: Duration) -> Self {
@@ -220,6 +232,14 @@ impl ResumeConfig {
     pub fn with_connect_timeout(self, connect_timeout: Duration) -> Self {
         Self {
             connect_timeout,
+            ..self
+        }
+    }
+
+    /// Sets [`answer_wait`](Self::answer_wait).
+    pub fn with_answer_wait(self, answer_wait: Duration) -> Self {
+        Self {
+            answer_wait,
             ..self
         }
     }

@@ -69,6 +69,36 @@ pub(crate) const HEADER_MCP_PROTOCOL_VERSION: &str = "MCP-Protocol-Version";
 #[cfg(rmcp_line_2)]
 pub(crate) const UPSTREAM_VERSION: &str = "2.2.0";
 
+/// The request an error answers, if it names one.
+#[cfg(all(
+    any(feature = "client", feature = "server"),
+    any(
+        feature = "transport-streamable-http-client",
+        feature = "transport-streamable-http-server-session"
+    ),
+    not(rmcp_line_0_17)
+))]
+pub(crate) fn error_request_id(
+    error: &crate::model::JsonRpcError,
+) -> Option<crate::model::RequestId> {
+    error.id.clone()
+}
+
+/// In 0.17 an error always names its request.
+#[cfg(all(
+    any(feature = "client", feature = "server"),
+    any(
+        feature = "transport-streamable-http-client",
+        feature = "transport-streamable-http-server-session"
+    ),
+    rmcp_line_0_17
+))]
+pub(crate) fn error_request_id(
+    error: &crate::model::JsonRpcError,
+) -> Option<crate::model::RequestId> {
+    Some(error.id.clone())
+}
+
 // Upstream's `transport` and `service` modules exist only with `client` or
 // `server` (as this crate's `transport`, see lib.rs), so everything below is
 // gated on one of them too: a transport feature alone compiles, as upstream
@@ -299,18 +329,6 @@ mod server {
             message: message.map(std::sync::Arc::new),
             retry,
         }
-    }
-
-    /// The request an error answers, if it names one.
-    #[cfg(not(rmcp_line_0_17))]
-    pub(crate) fn error_request_id(error: &crate::model::JsonRpcError) -> Option<RequestId> {
-        error.id.clone()
-    }
-
-    /// In 0.17 an error always names its request.
-    #[cfg(rmcp_line_0_17)]
-    pub(crate) fn error_request_id(error: &crate::model::JsonRpcError) -> Option<RequestId> {
-        Some(error.id.clone())
     }
 
     /// A stream of SSE events, as 3.11 names it.
@@ -620,6 +638,15 @@ mod client {
     /// 1.8 reads SSE events of any size.
     #[derive(Clone, Copy, Debug, Default)]
     pub(crate) struct ResponseLimits(());
+
+    /// None: these lines' workers await each `POST` before the next
+    /// message, so a wait for the answer there would hold every request of
+    /// the session behind it.
+    pub(crate) fn answer_wait(
+        _resume: &crate::transport::common::client_side_sse::ResumeConfig,
+    ) -> std::time::Duration {
+        std::time::Duration::ZERO
+    }
 
     pub(crate) fn event_limit(_limits: &ResponseLimits) -> usize {
         usize::MAX

@@ -45,6 +45,20 @@ pub(crate) fn known_version(text: &str) -> Option<crate::model::ProtocolVersion>
 ))]
 pub(crate) use crate::transport::common::http_header::HEADER_MCP_PROTOCOL_VERSION;
 
+/// The request an error answers, if it names one.
+#[cfg(all(
+    any(feature = "client", feature = "server"),
+    any(
+        feature = "transport-streamable-http-client",
+        feature = "transport-streamable-http-server-session"
+    )
+))]
+pub(crate) fn error_request_id(
+    error: &crate::model::JsonRpcError,
+) -> Option<crate::model::RequestId> {
+    error.id.clone()
+}
+
 /// What a request naming a revision this line does not know speaks: none,
 /// it is refused (`400`), as upstream refuses it.
 #[cfg(all(
@@ -130,11 +144,6 @@ mod server {
     #[cfg(not(feature = "local"))]
     pub(crate) fn priming(id: String, retry: std::time::Duration) -> ServerSseMessage {
         ServerSseMessage::priming(id, retry)
-    }
-
-    /// The request an error answers, if it names one.
-    pub(crate) fn error_request_id(error: &crate::model::JsonRpcError) -> Option<RequestId> {
-        error.id.clone()
     }
 
     /// Expands the items it wraps: 3.11 has `EventStore`, and so the
@@ -444,6 +453,16 @@ mod client {
             }
             _ => None,
         }
+    }
+
+    /// How long a request's `POST` waits for its answer after the response
+    /// head: 3.11's worker runs its `POST`s beside each other, so a wait
+    /// holds only this request's slot, and an answer read there skips the
+    /// task and channel the worker gives a response stream.
+    pub(crate) fn answer_wait(
+        resume: &crate::transport::common::client_side_sse::ResumeConfig,
+    ) -> std::time::Duration {
+        resume.answer_wait
     }
 
     /// The largest SSE event the client accepts under `limits`.

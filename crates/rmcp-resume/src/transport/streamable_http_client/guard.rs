@@ -15,6 +15,7 @@ use crate::line::HEADER_MCP_PROTOCOL_VERSION;
 use crate::line::{self, ResponseLimits};
 use crate::model::{
     ClientJsonRpcMessage, ClientNotification, ClientRequest, JsonRpcMessage, RequestId,
+    ServerJsonRpcMessage,
 };
 use crate::transport::common::client_side_sse::{
     Attempt, Discontinuity, ResumeConfig, ResumeStreamError, SseRetryPolicy, StreamScope,
@@ -22,7 +23,9 @@ use crate::transport::common::client_side_sse::{
 };
 use crate::transport::common::client_side_sse::{BoxedSseResponse, SseReconnect};
 use crate::transport::common::client_side_sse::{Policy, RESUME_FAILED_CODE, ResumeFailure};
-use rmcp_resume_core::reconnect::{resend_handshake, resuming_frames_ending};
+use rmcp_resume_core::reconnect::{
+    AnswerFrame, EarlyAnswer, answer_within, resend_handshake, resuming_frames_ending,
+};
 
 /// Why a request failed because its stream could not be resumed, or `None`
 /// when `error` is anything else.
@@ -226,6 +229,32 @@ where
     .boxed()
 }
 
+/// What `sse` is to `request` waiting for its answer: upstream's worker
+/// reads a message frame (no event type, or `message`) as a server message,
+/// and skips one without data or with data that is not JSON. Only a
+/// response or error naming `request` is its answer; anything else is left
+/// to the worker's usual path, which handles it as it always has.
+fn answer_frame(sse: &Sse, request: &RequestId) -> AnswerFrame<ServerJsonRpcMessage> {
+    if !matches!(sse.event.as_deref(), None | Some("" | "message")) {
+        return AnswerFrame::Other;
+    }
+    let Some(data) = sse.data.as_deref() else {
+        return AnswerFrame::Skip;
+    };
+    if data.trim().is_empty() {
+        return AnswerFrame::Skip;
+    }
+    let answers = |message: &ServerJsonRpcMessage| match message {
+        JsonRpcMessage::Response(response) => response.id == *request,
+        JsonRpcMessage::Error(error) => line::error_request_id(error).as_ref() == Some(request),
+        _ => false,
+    };
+    match serde_json::from_str::<ServerJsonRpcMessage>(data) {
+        Ok(message) if answers(&message) => AnswerFrame::Answer(message),
+        _ => AnswerFrame::Other,
+    }
+}
+
 /// Whether the request is sent under a revision with resumable streams (the
 /// 2025 revisions; an absent header means 2025-03-26).
 fn speaks_resumable_revision(headers: &HashMap<HeaderName, HeaderValue>) -> bool {
@@ -378,6 +407,7 @@ impl<C: StreamableHttpClient> ResumeGuard<C> {
                     event_limit,
                     Some(request.clone()),
                 );
+                let answered = request.clone();
                 let guarded = guard_request_stream(
                     stream,
                     connector,
@@ -387,7 +417,19 @@ impl<C: StreamableHttpClient> ResumeGuard<C> {
                     resumable,
                     session,
                 );
-                Ok(StreamableHttpPostResponse::Sse(guarded, named))
+                let wait = line::answer_wait(&this.shared.resume);
+                if wait.is_zero() {
+                    return Ok(StreamableHttpPostResponse::Sse(guarded, named));
+                }
+                let answer = |sse: &Sse| answer_frame(sse, &answered);
+                Ok(match answer_within(guarded, wait, answer).await {
+                    EarlyAnswer::Answered(message) => {
+                        StreamableHttpPostResponse::Json(message, named)
+                    }
+                    EarlyAnswer::Streaming(stream) => {
+                        StreamableHttpPostResponse::Sse(stream.boxed(), named)
+                    }
+                })
             })
     }
 

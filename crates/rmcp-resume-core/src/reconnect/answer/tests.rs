@@ -1,0 +1,157 @@
+//! [`answer_within`] against a model: generated frames, gaps and waits, on
+//! a paused clock.
+
+use std::time::Duration;
+
+use futures::StreamExt;
+use proptest::prelude::*;
+use sse_stream::Sse;
+
+use super::*;
+
+/// One generated item of a response stream.
+#[derive(Debug, Clone, PartialEq)]
+enum Kind {
+    Skip,
+    Answer(u32),
+    Other,
+    Broken,
+}
+
+fn frame(kind: &Kind) -> Result<Sse, String> {
+    let data = match kind {
+        Kind::Skip => None,
+        Kind::Answer(n) => Some(format!("answer {n}")),
+        Kind::Other => Some("other".to_owned()),
+        Kind::Broken => return Err("broken".to_owned()),
+    };
+    Ok(Sse {
+        event: None,
+        data,
+        id: None,
+        retry: None,
+    })
+}
+
+fn classify(sse: &Sse) -> AnswerFrame<u32> {
+    match sse.data.as_deref() {
+        None => AnswerFrame::Skip,
+        Some(data) => match data.strip_prefix("answer ") {
+            Some(n) => n.parse().map_or(AnswerFrame::Other, AnswerFrame::Answer),
+            None => AnswerFrame::Other,
+        },
+    }
+}
+
+/// The items, each after its gap in milliseconds, then the end after
+/// `end_gap`.
+fn timed(
+    items: Vec<(u64, Kind)>,
+    end_gap: u64,
+) -> impl futures::Stream<Item = Result<Sse, String>> + Unpin {
+    let items = items.into_iter().map(Some).chain([None]);
+    futures::stream::iter(items)
+        .then(move |item| async move {
+            let gap = item.as_ref().map_or(end_gap, |(gap, _)| *gap);
+            tokio::time::sleep(Duration::from_millis(gap)).await;
+            item.map(|(_, kind)| frame(&kind))
+        })
+        .take_while(|item| futures::future::ready(item.is_some()))
+        .filter_map(futures::future::ready)
+        .boxed()
+}
+
+/// What the model expects: the answer, or the whole stream back, and when
+/// the wait ends (in milliseconds from the start).
+#[derive(Debug, PartialEq)]
+enum Expected {
+    Answered(u32, u64),
+    Streaming(u64),
+}
+
+fn model(items: &[(u64, Kind)], end_gap: u64, wait: u64) -> Expected {
+    if wait == 0 {
+        return Expected::Streaming(0);
+    }
+    let mut at = 0;
+    for (index, (gap, kind)) in items.iter().enumerate() {
+        at += gap;
+        if at > wait {
+            return Expected::Streaming(wait);
+        }
+        match kind {
+            Kind::Answer(n) => return Expected::Answered(*n, at),
+            Kind::Skip if index < MAX_SKIPPED => continue,
+            _ => return Expected::Streaming(at),
+        }
+    }
+    at += end_gap;
+    Expected::Streaming(at.min(wait))
+}
+
+/// A gap: odd, where every wait is even.
+fn odd() -> impl Strategy<Value = u64> {
+    (0u64..6).prop_map(|g| 2 * g + 1)
+}
+
+fn kind() -> impl Strategy<Value = Kind> {
+    prop_oneof![
+        4 => Just(Kind::Skip),
+        2 => (0u32..1000).prop_map(Kind::Answer),
+        1 => Just(Kind::Other),
+        1 => Just(Kind::Broken),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+    /// The answer comes back alone exactly when it is the first message,
+    /// after at most `MAX_SKIPPED` frames without one (runs of them around
+    /// that count are generated on purpose), within the wait;
+    /// otherwise every item comes back, in order, and the wait ends at the
+    /// first item that is not skipped, at the end, or at its limit. Gaps
+    /// are odd and waits even, so that no item lands on the limit itself.
+    #[test]
+    fn the_answer_alone_or_every_frame_in_order(
+        items in (0..MAX_SKIPPED + 3, proptest::collection::vec((odd(), kind()), 0..8))
+            .prop_map(|(skips, rest)| [vec![(1, Kind::Skip); skips], rest].concat()),
+        end_gap in odd(),
+        wait in (0u64..20).prop_map(|w| 2 * w),
+    ) {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .start_paused(true)
+            .build()
+            .expect("a runtime");
+        runtime.block_on(async {
+            let expected = model(&items, end_gap, wait);
+            let start = tokio::time::Instant::now();
+            let early = answer_within(timed(items.clone(), end_gap), Duration::from_millis(wait), classify).await;
+            let took = u64::try_from(start.elapsed().as_millis()).expect("a short run");
+            match early {
+                EarlyAnswer::Answered(n) => prop_assert_eq!(Expected::Answered(n, took), expected),
+                EarlyAnswer::Streaming(rest) => {
+                    prop_assert_eq!(Expected::Streaming(took), expected);
+                    let all: Vec<_> = rest.collect().await;
+                    let sent: Vec<_> = items.iter().map(|(_, kind)| frame(kind)).collect();
+                    prop_assert_eq!(all, sent);
+                }
+            }
+            Ok(())
+        })?;
+    }
+}
+
+/// A server that sends nothing but priming frames cannot hold the wait:
+/// it stops after `MAX_SKIPPED` of them, and hands all of them back.
+#[tokio::test(start_paused = true)]
+async fn frames_without_a_message_do_not_hold_the_wait() {
+    let skips = vec![(1, Kind::Skip); MAX_SKIPPED + 3];
+    let early = answer_within(timed(skips.clone(), 1), Duration::from_secs(3600), classify).await;
+    let EarlyAnswer::Streaming(rest) = early else {
+        panic!("answered from priming frames alone");
+    };
+    assert_eq!(rest.size_hint().0, MAX_SKIPPED + 1);
+    assert_eq!(rest.count().await, skips.len());
+}
