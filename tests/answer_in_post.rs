@@ -2,7 +2,8 @@
 //! answer that comes first, and soon, to the worker as the `POST`'s result,
 //! and anything else as the stream it is, with every frame in its place.
 //! Driven through the guard's `post_message` over real HTTP, against a
-//! scripted server, so that each case's path is what is asserted.
+//! scripted server, so that each case's path is what is asserted; then
+//! whole calls through upstream's worker, one per path.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -36,6 +37,8 @@ enum Script {
     OtherId,
     /// A frame of another event type, then the answer.
     OtherEvent,
+    /// A tool that works for longer than the wait, then answers.
+    Slow,
 }
 
 type Release = Arc<Mutex<Option<oneshot::Receiver<()>>>>;
@@ -48,14 +51,37 @@ fn answer(id: &Value) -> Value {
     json!({"jsonrpc":"2.0","id":id,"result":{"content":[{"type":"text","text":"done"}]}})
 }
 
+/// How long the `Slow` tool works: longer than the default wait.
+const SLOW: Duration = Duration::from_millis(60);
+
 async fn handle(
     State((script, release)): State<(Script, Release)>,
     body: axum::body::Bytes,
 ) -> Response<Body> {
-    let id = serde_json::from_slice::<Value>(&body)
-        .ok()
-        .and_then(|m| m.get("id").cloned())
-        .unwrap_or(Value::Null);
+    let message = serde_json::from_slice::<Value>(&body).unwrap_or(Value::Null);
+    let id = message.get("id").cloned().unwrap_or(Value::Null);
+    match message.get("method").and_then(Value::as_str) {
+        Some("initialize") => {
+            return Response::builder()
+                .header("content-type", "application/json")
+                .header("mcp-session-id", "s1")
+                .body(Body::from(
+                    json!({"jsonrpc":"2.0","id":id,"result":{
+                        "protocolVersion":"2025-11-25",
+                        "capabilities":{"tools":{}},
+                        "serverInfo":{"name":"scripted","version":"0"}}})
+                    .to_string(),
+                ))
+                .unwrap_or_default();
+        }
+        Some("tools/call") => {}
+        _ => {
+            return Response::builder()
+                .status(axum::http::StatusCode::ACCEPTED)
+                .body(Body::empty())
+                .unwrap_or_default();
+        }
+    }
     let priming = "id: 0/1\nretry: 10\ndata:\n\n".to_owned();
     let progress = json!({"jsonrpc":"2.0","method":"notifications/progress",
         "params":{"progressToken":"t","progress":1}});
@@ -67,6 +93,7 @@ async fn handle(
             frame("0/3", &answer(&id))
         ),
         Script::Held => priming,
+        Script::Slow => priming,
         Script::OtherId => format!("{priming}{}", frame("0/2", &answer(&json!(99)))),
         Script::OtherEvent => format!(
             "{priming}event: endpoint\ndata: /elsewhere\n\n{}",
@@ -75,12 +102,17 @@ async fn handle(
     };
     let held = release.lock().ok().and_then(|mut r| r.take());
     let rest = futures::stream::once(async move {
-        match held {
-            Some(released) => {
+        match (held, script) {
+            (Some(released), _) => {
                 let _ = released.await;
                 frame("0/2", &answer(&id))
             }
-            None => String::new(),
+            (None, Script::Slow) => {
+                // The tool's own work, not a synchronisation.
+                tokio::time::sleep(SLOW).await;
+                frame("0/2", &answer(&id))
+            }
+            (None, _) => String::new(),
         }
     });
     let body = futures::stream::once(async move { first })
@@ -90,6 +122,19 @@ async fn handle(
         .header("content-type", "text/event-stream")
         .body(Body::from_stream(body))
         .unwrap_or_default()
+}
+
+/// Serves `script` on a port of its own; returns its endpoint.
+async fn serve(script: Script, release: Release) -> anyhow::Result<String> {
+    let app = axum::Router::new()
+        .route("/mcp", post(handle))
+        .with_state((script, release));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let url = format!("http://{}/mcp", listener.local_addr()?);
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    Ok(url)
 }
 
 /// Serves `script` and sends one `tools/call` through a guard with
@@ -102,14 +147,7 @@ async fn post_once(
     let (release_tx, release_rx) = oneshot::channel();
     let held = matches!(script, Script::Held);
     let release: Release = Arc::new(Mutex::new(held.then_some(release_rx)));
-    let app = axum::Router::new()
-        .route("/mcp", post(handle))
-        .with_state((script, release));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    let url = format!("http://{}/mcp", listener.local_addr()?);
-    tokio::spawn(async move {
-        let _ = axum::serve(listener, app).await;
-    });
+    let url = serve(script, release).await?;
     let guard = ResumeGuard::new(
         reqwest::Client::new(),
         Arc::new(FixedInterval::default()),
@@ -214,5 +252,45 @@ async fn a_zero_wait_never_reads_the_answer() -> anyhow::Result<()> {
     let got = messages(response).await?;
     assert_eq!(got.len(), 1, "{got:?}");
     assert_eq!(got[0].get("id"), Some(&json!(7)));
+    Ok(())
+}
+
+/// Whole calls through upstream's worker: answered in the `POST`, after a
+/// notification, and after a tool that works past the wait. Each returns
+/// its answer, and the notification reaches the handler.
+#[tokio::test]
+async fn calls_through_the_worker_are_answered_on_every_path() -> anyhow::Result<()> {
+    use rmcp::ServiceExt;
+    use rmcp::model::CallToolRequestParams;
+    use rmcp::transport::StreamableHttpClientTransport;
+    use rmcp_resume_testkit::progress::ProgressRecorder;
+
+    for script in [Script::Answer, Script::ProgressFirst, Script::Slow] {
+        let url = serve(script, Release::default()).await?;
+        let recorder = ProgressRecorder::default();
+        let client = recorder
+            .clone()
+            .serve(StreamableHttpClientTransport::from_uri(url))
+            .await?;
+        let params: CallToolRequestParams = serde_json::from_value(json!({
+            "name": "anything", "arguments": {}, "_meta": {"progressToken": "t"}
+        }))?;
+        let result = tokio::time::timeout(LIMIT, client.peer().call_tool(params)).await??;
+        let text = result
+            .content
+            .first()
+            .and_then(|c| c.as_text())
+            .map(|t| t.text.clone());
+        assert_eq!(text.as_deref(), Some("done"), "{script:?}");
+        if matches!(script, Script::ProgressFirst) {
+            let seen = recorder.until(1, LIMIT).await;
+            assert_eq!(
+                seen.get("t").map(Vec::as_slice),
+                Some(&[1.0][..]),
+                "{script:?}"
+            );
+        }
+        client.cancel().await?;
+    }
     Ok(())
 }

@@ -35,7 +35,9 @@ use std::task::{Context, Poll};
 use futures::Stream;
 use sse_stream::Sse;
 
-pub use answer::{AnswerFrame, EarlyAnswer, MAX_SKIPPED, Replayed, answer_within};
+pub use answer::{
+    AnswerFrame, DRAIN_LIMIT, EarlyAnswer, MAX_SKIPPED, Replayed, answer_within, drain_answered,
+};
 pub use config::{Discontinuity, DiscontinuityObserver, IdRules, ResumeConfig};
 pub use connector::{Connector, ReconnectDisposition, RetryPolicy, SseFrames, or_parent};
 pub use error::{Attempt, ResumeStreamError};

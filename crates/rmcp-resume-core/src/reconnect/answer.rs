@@ -4,14 +4,16 @@
 //! pays, per call, for the task, a channel hop to the worker and a second
 //! parse of the answer. A call whose answer follows its response head
 //! closely can skip all three: the `POST` waits a little longer, reads the
-//! answer itself, and returns it as a message. [`answer_within`] is that
+//! answer itself, and returns it as a message. What follows the answer (the
+//! stream's end, as a rule) is still read, by [`drain_answered`], so that an
+//! HTTP/1.1 connection goes back to its pool as it would have. [`answer_within`] is that
 //! wait. It never loses or reorders a frame: when the answer is not the
 //! first message, or does not come in time, the caller gets the stream back
 //! with every frame it read put back in front.
 //!
 //! | What the stream yields next | Then |
 //! |---|---|
-//! | the answer ([`AnswerFrame::Answer`]) | [`EarlyAnswer::Answered`]; the frames skipped before it (priming, `retry`) are dropped |
+//! | the answer ([`AnswerFrame::Answer`]) | [`EarlyAnswer::Answered`], with the rest of the stream for [`drain_answered`]; the frames skipped before it (priming, `retry`) are dropped |
 //! | a frame without a message ([`AnswerFrame::Skip`]) | kept, and the wait goes on, for at most [`MAX_SKIPPED`] such frames |
 //! | any other frame ([`AnswerFrame::Other`]), an error, the end | [`EarlyAnswer::Streaming`], with what was read first |
 //! | nothing before the wait ends | the same |
@@ -20,7 +22,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use futures::{Stream, StreamExt};
+use futures::{FutureExt, Stream, StreamExt};
 use sse_stream::Sse;
 
 /// What one frame is to a request waiting for its answer.
@@ -37,8 +39,9 @@ pub enum AnswerFrame<T> {
 
 /// How [`answer_within`] ended.
 pub enum EarlyAnswer<T, S: Stream> {
-    /// The answer came first; the stream is done with.
-    Answered(T),
+    /// The answer came first; the rest of the stream is for
+    /// [`drain_answered`].
+    Answered(T, S),
     /// The stream, with the frames read so far in front of the rest.
     Streaming(Replayed<S>),
 }
@@ -46,7 +49,7 @@ pub enum EarlyAnswer<T, S: Stream> {
 impl<T: std::fmt::Debug, S: Stream> std::fmt::Debug for EarlyAnswer<T, S> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Self::Answered(answer) => f.debug_tuple("Answered").field(answer).finish(),
+            Self::Answered(answer, _) => f.debug_tuple("Answered").field(answer).finish(),
             Self::Streaming(replayed) => f
                 .debug_struct("Streaming")
                 .field("read", &replayed.read.len())
@@ -90,19 +93,20 @@ where
     S: Stream<Item = Result<Sse, E>> + Unpin,
     F: FnMut(&Sse) -> AnswerFrame<T>,
 {
+    let mut stream = stream;
     let mut read = Vec::new();
-    let mut rest = Some(stream);
+    let mut ended = false;
     if !wait.is_zero() {
         let deadline = tokio::time::sleep(wait);
         tokio::pin!(deadline);
-        while let Some(open) = rest.as_mut() {
+        loop {
             let item = tokio::select! {
                 biased;
-                item = open.next() => item,
+                item = stream.next() => item,
                 () = &mut deadline => break,
             };
             let Some(item) = item else {
-                rest = None;
+                ended = true;
                 break;
             };
             let next = match &item {
@@ -110,7 +114,7 @@ where
                 Err(_) => Next::HandBack,
             };
             match next {
-                Next::Answered(answer) => return EarlyAnswer::Answered(answer),
+                Next::Answered(answer) => return EarlyAnswer::Answered(answer, stream),
                 Next::Wait => read.push(item),
                 Next::HandBack => {
                     read.push(item);
@@ -121,8 +125,37 @@ where
     }
     EarlyAnswer::Streaming(Replayed {
         read: read.into_iter(),
-        rest,
+        rest: (!ended).then_some(stream),
     })
+}
+
+/// How long [`drain_answered`] reads after an answer, as upstream's worker
+/// does for a stream it read the answer from.
+pub const DRAIN_LIMIT: Duration = Duration::from_millis(50);
+
+/// Reads what follows an answer to the stream's end, for at most
+/// [`DRAIN_LIMIT`], so that the connection closes cleanly, or goes back to
+/// its pool. An end already received is read at once; otherwise a task
+/// waits for it, where there is a runtime to run one. What it reads is
+/// dropped: the request is answered, and its stream ends with its answer.
+pub fn drain_answered<S>(mut rest: S)
+where
+    S: Stream + Unpin + Send + 'static,
+{
+    for _ in 0..=MAX_SKIPPED {
+        match rest.next().now_or_never() {
+            Some(Some(_)) => continue,
+            Some(None) => return,
+            None => break,
+        }
+    }
+    if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+        runtime.spawn(async move {
+            let _ =
+                tokio::time::timeout(DRAIN_LIMIT, async { while rest.next().await.is_some() {} })
+                    .await;
+        });
+    }
 }
 
 /// A stream handed back by [`answer_within`]: the frames it read, then the

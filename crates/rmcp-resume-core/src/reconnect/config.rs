@@ -162,8 +162,11 @@ pub struct ResumeConfig {
     /// (see [`answer_within`](crate::reconnect::answer_within)). An answer
     /// that is the stream's first message and comes within this is handed
     /// over as the `POST`'s result, without a stream; anything else hands
-    /// the stream over as it is, with nothing lost. Default 10 ms; zero
-    /// never waits.
+    /// the stream over as it is, with nothing lost. While it waits, the
+    /// `POST` is still in flight for the worker: rmcp 3.x holds its slot,
+    /// and anything that waits for every `POST` (an ordering barrier, a
+    /// session's recovery), for at most this long. Needs tokio's time
+    /// driver, as upstream's worker does. Default 10 ms; zero never waits.
     pub answer_wait: Duration,
 }
 

@@ -456,9 +456,12 @@ mod client {
     }
 
     /// How long a request's `POST` waits for its answer after the response
-    /// head: 3.11's worker runs its `POST`s beside each other, so a wait
-    /// holds only this request's slot, and an answer read there skips the
-    /// task and channel the worker gives a response stream.
+    /// head. 3.11's worker runs its `POST`s beside each other, so the wait
+    /// holds this request's slot (one of `max_concurrent_requests`), and
+    /// what waits for every `POST` to finish (an ordering barrier such as a
+    /// fallback `initialize`, a session's recovery) by at most as long; an
+    /// answer read there skips the task and channel the worker gives a
+    /// response stream.
     pub(crate) fn answer_wait(
         resume: &crate::transport::common::client_side_sse::ResumeConfig,
     ) -> std::time::Duration {

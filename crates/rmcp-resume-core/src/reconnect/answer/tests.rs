@@ -89,7 +89,8 @@ fn model(items: &[(u64, Kind)], end_gap: u64, wait: u64) -> Expected {
     Expected::Streaming(at.min(wait))
 }
 
-/// A gap: odd, where every wait is even.
+/// A gap: odd, where every wait is even, so that sums of gaps both miss
+/// and hit the limit.
 fn odd() -> impl Strategy<Value = u64> {
     (0u64..6).prop_map(|g| 2 * g + 1)
 }
@@ -110,8 +111,8 @@ proptest! {
     /// after at most `MAX_SKIPPED` frames without one (runs of them around
     /// that count are generated on purpose), within the wait;
     /// otherwise every item comes back, in order, and the wait ends at the
-    /// first item that is not skipped, at the end, or at its limit. Gaps
-    /// are odd and waits even, so that no item lands on the limit itself.
+    /// first item that is not skipped, at the end, or at its limit. An item
+    /// that lands on the limit itself is read: the stream is polled first.
     #[test]
     fn the_answer_alone_or_every_frame_in_order(
         items in (0..MAX_SKIPPED + 3, proptest::collection::vec((odd(), kind()), 0..8))
@@ -130,7 +131,7 @@ proptest! {
             let early = answer_within(timed(items.clone(), end_gap), Duration::from_millis(wait), classify).await;
             let took = u64::try_from(start.elapsed().as_millis()).expect("a short run");
             match early {
-                EarlyAnswer::Answered(n) => prop_assert_eq!(Expected::Answered(n, took), expected),
+                EarlyAnswer::Answered(n, _) => prop_assert_eq!(Expected::Answered(n, took), expected),
                 EarlyAnswer::Streaming(rest) => {
                     prop_assert_eq!(Expected::Streaming(took), expected);
                     let all: Vec<_> = rest.collect().await;
@@ -154,4 +155,30 @@ async fn frames_without_a_message_do_not_hold_the_wait() {
     };
     assert_eq!(rest.size_hint().0, MAX_SKIPPED + 1);
     assert_eq!(rest.count().await, skips.len());
+}
+
+/// What follows an answer is read to its end: at once when it is there,
+/// by a task when it comes later, and never for longer than `DRAIN_LIMIT`.
+#[tokio::test(start_paused = true)]
+async fn the_rest_of_an_answered_stream_is_read_to_its_end_within_the_limit() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    for (gap, read_to_end) in [
+        (0, true),
+        (5, true),
+        (DRAIN_LIMIT.as_millis() as u64 + 5, false),
+    ] {
+        let ended = Arc::new(AtomicBool::new(false));
+        let seen = ended.clone();
+        let rest = timed(vec![(gap, Kind::Skip)], 0)
+            .chain(futures::stream::poll_fn(move |_| {
+                seen.store(true, Ordering::SeqCst);
+                std::task::Poll::Ready(None)
+            }))
+            .boxed();
+        drain_answered(rest);
+        tokio::time::sleep(DRAIN_LIMIT * 2).await;
+        assert_eq!(ended.load(Ordering::SeqCst), read_to_end, "gap {gap} ms");
+    }
 }

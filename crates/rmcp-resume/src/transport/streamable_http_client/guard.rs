@@ -24,7 +24,8 @@ use crate::transport::common::client_side_sse::{
 use crate::transport::common::client_side_sse::{BoxedSseResponse, SseReconnect};
 use crate::transport::common::client_side_sse::{Policy, RESUME_FAILED_CODE, ResumeFailure};
 use rmcp_resume_core::reconnect::{
-    AnswerFrame, EarlyAnswer, answer_within, resend_handshake, resuming_frames_ending,
+    AnswerFrame, EarlyAnswer, answer_within, drain_answered, is_response, resend_handshake,
+    resuming_frames_ending,
 };
 
 /// Why a request failed because its stream could not be resumed, or `None`
@@ -244,6 +245,11 @@ fn answer_frame(sse: &Sse, request: &RequestId) -> AnswerFrame<ServerJsonRpcMess
     if data.trim().is_empty() {
         return AnswerFrame::Skip;
     }
+    // A notification or a server request is the worker's to parse: the
+    // probe stops at its `method`, where a parse would read it whole.
+    if !is_response(sse) {
+        return AnswerFrame::Other;
+    }
     let answers = |message: &ServerJsonRpcMessage| match message {
         JsonRpcMessage::Response(response) => response.id == *request,
         JsonRpcMessage::Error(error) => line::error_request_id(error).as_ref() == Some(request),
@@ -423,7 +429,8 @@ impl<C: StreamableHttpClient> ResumeGuard<C> {
                 }
                 let answer = |sse: &Sse| answer_frame(sse, &answered);
                 Ok(match answer_within(guarded, wait, answer).await {
-                    EarlyAnswer::Answered(message) => {
+                    EarlyAnswer::Answered(message, rest) => {
+                        drain_answered(rest);
                         StreamableHttpPostResponse::Json(message, named)
                     }
                     EarlyAnswer::Streaming(stream) => {
