@@ -182,6 +182,25 @@ async fn messages(response: StreamableHttpPostResponse) -> anyhow::Result<Vec<Va
     Ok(out)
 }
 
+/// Asserts that `response` is the answer to request 7 itself.
+fn assert_answered(response: StreamableHttpPostResponse) {
+    match response {
+        StreamableHttpPostResponse::Json(message, _) => assert!(is_answer_to(&message, 7)),
+        other => panic!("expected the answer itself, got {other:?}"),
+    }
+}
+
+/// Asserts that `response` is a stream whose one message answers `id`.
+async fn assert_streamed_answer(
+    response: StreamableHttpPostResponse,
+    id: i64,
+) -> anyhow::Result<()> {
+    let got = messages(response).await?;
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert_eq!(got[0].get("id"), Some(&json!(id)));
+    Ok(())
+}
+
 fn is_answer_to(message: &ServerJsonRpcMessage, id: i64) -> bool {
     matches!(message, JsonRpcMessage::Response(r) if r.id == RequestId::Number(id))
 }
@@ -189,10 +208,7 @@ fn is_answer_to(message: &ServerJsonRpcMessage, id: i64) -> bool {
 #[tokio::test]
 async fn an_answer_that_comes_first_is_the_posts_result() -> anyhow::Result<()> {
     let (response, _) = post_once(Script::Answer, ResumeConfig::DEFAULT_ANSWER_WAIT).await?;
-    match response {
-        StreamableHttpPostResponse::Json(message, _) => assert!(is_answer_to(&message, 7)),
-        other => panic!("expected the answer itself, got {other:?}"),
-    }
+    assert_answered(response);
     Ok(())
 }
 
@@ -219,18 +235,14 @@ async fn an_answer_after_the_wait_comes_on_the_stream() -> anyhow::Result<()> {
     if let Some(release) = release {
         let _ = release.send(());
     }
-    let got = messages(response).await?;
-    assert_eq!(got.len(), 1, "{got:?}");
-    assert_eq!(got[0].get("id"), Some(&json!(7)));
+    assert_streamed_answer(response, 7).await?;
     Ok(())
 }
 
 #[tokio::test]
 async fn a_response_to_another_request_is_left_to_the_worker() -> anyhow::Result<()> {
     let (response, _) = post_once(Script::OtherId, ResumeConfig::DEFAULT_ANSWER_WAIT).await?;
-    let got = messages(response).await?;
-    assert_eq!(got.len(), 1, "{got:?}");
-    assert_eq!(got[0].get("id"), Some(&json!(99)));
+    assert_streamed_answer(response, 99).await?;
     Ok(())
 }
 
@@ -239,19 +251,14 @@ async fn a_response_to_another_request_is_left_to_the_worker() -> anyhow::Result
 #[tokio::test]
 async fn another_event_type_does_not_stand_before_the_answer() -> anyhow::Result<()> {
     let (response, _) = post_once(Script::OtherEvent, ResumeConfig::DEFAULT_ANSWER_WAIT).await?;
-    match response {
-        StreamableHttpPostResponse::Json(message, _) => assert!(is_answer_to(&message, 7)),
-        other => panic!("expected the answer itself, got {other:?}"),
-    }
+    assert_answered(response);
     Ok(())
 }
 
 #[tokio::test]
 async fn a_zero_wait_never_reads_the_answer() -> anyhow::Result<()> {
     let (response, _) = post_once(Script::Answer, Duration::ZERO).await?;
-    let got = messages(response).await?;
-    assert_eq!(got.len(), 1, "{got:?}");
-    assert_eq!(got[0].get("id"), Some(&json!(7)));
+    assert_streamed_answer(response, 7).await?;
     Ok(())
 }
 

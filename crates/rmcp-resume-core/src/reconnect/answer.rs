@@ -166,6 +166,16 @@ pub struct Replayed<S: Stream> {
     rest: Option<S>,
 }
 
+impl<S: Stream> Replayed<S> {
+    /// The same frames, with the rest of the stream passed through `f`.
+    pub fn map_rest<R: Stream<Item = S::Item>>(self, f: impl FnOnce(S) -> R) -> Replayed<R> {
+        Replayed {
+            read: self.read,
+            rest: self.rest.map(f),
+        }
+    }
+}
+
 impl<S: Stream + Unpin> Stream for Replayed<S>
 where
     S::Item: Unpin,

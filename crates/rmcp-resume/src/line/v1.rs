@@ -178,7 +178,10 @@ pub(crate) fn unknown_version() -> Option<crate::model::ProtocolVersion> {
 /// In 1.8 a cancellation always names its request.
 #[cfg(all(
     any(feature = "client", feature = "server"),
-    feature = "transport-streamable-http-server-session",
+    any(
+        feature = "transport-streamable-http-client",
+        feature = "transport-streamable-http-server-session"
+    ),
     not(rmcp_line_2)
 ))]
 pub(crate) fn cancelled_request(
@@ -190,7 +193,10 @@ pub(crate) fn cancelled_request(
 /// In 2.2 a cancellation may name no request (as in 3.11).
 #[cfg(all(
     any(feature = "client", feature = "server"),
-    feature = "transport-streamable-http-server-session",
+    any(
+        feature = "transport-streamable-http-client",
+        feature = "transport-streamable-http-server-session"
+    ),
     rmcp_line_2
 ))]
 pub(crate) fn cancelled_request(

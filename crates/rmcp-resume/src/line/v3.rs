@@ -73,7 +73,10 @@ pub(crate) fn unknown_version() -> Option<crate::model::ProtocolVersion> {
 /// The request a cancellation names, if it names one.
 #[cfg(all(
     any(feature = "client", feature = "server"),
-    feature = "transport-streamable-http-server-session"
+    any(
+        feature = "transport-streamable-http-client",
+        feature = "transport-streamable-http-server-session"
+    )
 ))]
 pub(crate) fn cancelled_request(
     params: &crate::model::CancelledNotificationParam,

@@ -23,6 +23,7 @@
 //! | File | Concern |
 //! |---|---|
 //! | `guard.rs` | [`ResumeGuard`]: every SSE stream through the resuming machine; a request stream ends with its response or a JSON-RPC failure |
+//! | `held.rs` | a request stream a cancellation overtook while the guard waited for its answer, kept until the cancellation is sent |
 //! | `connector.rs` | the reconnect `GET`, and what its failures mean |
 //! | `transport.rs` | [`StreamableHttpClientTransport`] and its constructors |
 //! | `worker.rs` | [`StreamableHttpClientWorker`] |
@@ -31,6 +32,7 @@ pub use upstream::transport::streamable_http_client::*;
 
 mod connector;
 mod guard;
+mod held;
 mod transport;
 mod worker;
 

@@ -10,6 +10,7 @@ use http::{HeaderName, HeaderValue};
 use sse_stream::Sse;
 
 use super::connector::{GetConnector, lost_in_transit, opening_retryable, stream_span};
+use super::held::{Held, Kept};
 use super::{SseError, StreamableHttpClient, StreamableHttpError, StreamableHttpPostResponse};
 use crate::line::HEADER_MCP_PROTOCOL_VERSION;
 use crate::line::{self, ResponseLimits};
@@ -70,6 +71,9 @@ struct Shared {
     /// guard, as the standalone stream's connector keeps its headers for
     /// the session's life.
     headers: Mutex<Option<Headers>>,
+    /// Streams a cancellation overtook while the guard waited for their
+    /// answer, until the cancellation is sent.
+    kept: Arc<Kept>,
 }
 
 /// Custom headers, shared between a request and its resumes.
@@ -106,6 +110,7 @@ impl<C: StreamableHttpClient> ResumeGuard<C> {
                 resume,
                 gave_up: Mutex::default(),
                 headers: Mutex::default(),
+                kept: Arc::default(),
             }),
         }
     }
@@ -294,6 +299,19 @@ fn is_handshake(message: &ClientJsonRpcMessage) -> bool {
     }
 }
 
+/// The request a `notifications/cancelled` names, if `message` is one.
+fn cancelled_request(message: &ClientJsonRpcMessage) -> Option<RequestId> {
+    match message {
+        JsonRpcMessage::Notification(notification) => match &notification.notification {
+            ClientNotification::CancelledNotification(cancelled) => {
+                line::cancelled_request(&cancelled.params)
+            }
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
 fn is_subscription(message: &ClientJsonRpcMessage) -> bool {
     matches!(message, JsonRpcMessage::Request(request) if crate::line::is_subscription(&request.request))
 }
@@ -365,6 +383,7 @@ impl<C: StreamableHttpClient> ResumeGuard<C> {
         let event_limit = line::event_limit(&limits);
         // Boxed, as the resend below: only the handshake pays for it.
         let handshake = is_handshake(&msg).then(|| Box::new(msg.clone()));
+        let cancelled = cancelled_request(&msg);
         let envelope = Envelope {
             endpoint,
             sid,
@@ -381,6 +400,10 @@ impl<C: StreamableHttpClient> ResumeGuard<C> {
         envelope
             .post(&self.inner, msg, headers)
             .then(move |mut response| async move {
+                if let Some(request) = &cancelled {
+                    // Sent (or failed): the stream it names need not wait.
+                    this.shared.kept.release(request);
+                }
                 if let Some(msg) = handshake {
                     response = Box::pin(
                         this.clone()
@@ -428,15 +451,22 @@ impl<C: StreamableHttpClient> ResumeGuard<C> {
                     return Ok(StreamableHttpPostResponse::Sse(guarded, named));
                 }
                 let answer = |sse: &Sse| answer_frame(sse, &answered);
-                Ok(match answer_within(guarded, wait, answer).await {
-                    EarlyAnswer::Answered(message, rest) => {
-                        drain_answered(rest);
-                        StreamableHttpPostResponse::Json(message, named)
-                    }
-                    EarlyAnswer::Streaming(stream) => {
-                        StreamableHttpPostResponse::Sse(stream.boxed(), named)
-                    }
-                })
+                // Dropped by the worker while it waits (a cancellation), the
+                // stream stays open until the cancellation is sent, under
+                // the revisions whose cancellation is a notification.
+                let keep = resumable.then(|| (answered.clone(), this.shared.kept.clone()));
+                Ok(
+                    match answer_within(Held::new(guarded, keep), wait, answer).await {
+                        EarlyAnswer::Answered(message, rest) => {
+                            drain_answered(rest.into_frames());
+                            StreamableHttpPostResponse::Json(message, named)
+                        }
+                        EarlyAnswer::Streaming(stream) => StreamableHttpPostResponse::Sse(
+                            stream.map_rest(Held::into_frames).boxed(),
+                            named,
+                        ),
+                    },
+                )
             })
     }
 
