@@ -8,7 +8,10 @@
 //! waiting on instead, so while the guard waits for an answer there
 //! ([`answer_within`](rmcp_resume_core::reconnect::answer_within)), the
 //! stream is [`Held`]: dropped before it is handed on, it goes to [`Kept`]
-//! until the cancellation's `POST` is done, or [`KEEP_LIMIT`] passes.
+//! until the cancellation's `POST` is done, or [`KEEP_LIMIT`] passes. The
+//! guard cannot tell why the worker dropped it: a session's recovery timing
+//! out, or the transport closing, also keeps an open stream that long,
+//! where upstream closes it at once; a stream that has ended is not kept.
 
 use std::collections::HashMap;
 use std::pin::Pin;
@@ -36,9 +39,8 @@ pub(super) struct Kept(Mutex<HashMap<RequestId, Frames>>);
 
 impl Kept {
     fn keep(self: Arc<Self>, request: RequestId, frames: Frames) {
-        if let Ok(mut kept) = self.0.lock() {
-            kept.insert(request.clone(), frames);
-        }
+        let replaced = self.map().insert(request.clone(), frames);
+        drop(replaced);
         // Without a runtime there is no timer: the stream goes with its
         // cancellation, or with the guard.
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
@@ -55,13 +57,20 @@ impl Kept {
     /// Closes the stream kept for `request`, if any: its cancellation has
     /// been sent.
     pub(super) fn release(&self, request: &RequestId) {
-        let released = self.0.lock().ok().and_then(|mut kept| kept.remove(request));
+        let released = self.map().remove(request);
         drop(released);
+    }
+
+    /// The map; a panic elsewhere while it was locked leaves it usable.
+    fn map(&self) -> std::sync::MutexGuard<'_, HashMap<RequestId, Frames>> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     #[cfg(test)]
     pub(super) fn holds(&self, request: &RequestId) -> bool {
-        self.0.lock().is_ok_and(|kept| kept.contains_key(request))
+        self.map().contains_key(request)
     }
 }
 
@@ -95,10 +104,15 @@ impl Stream for Held {
     type Item = Result<Sse, SseError>;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        match self.frames.as_mut() {
-            Some(frames) => frames.poll_next_unpin(cx),
-            None => Poll::Ready(None),
+        let Some(frames) = self.frames.as_mut() else {
+            return Poll::Ready(None);
+        };
+        let item = std::task::ready!(frames.poll_next_unpin(cx));
+        if item.is_none() {
+            // Ended: nothing left to keep open.
+            self.frames = None;
         }
+        Poll::Ready(item)
     }
 }
 

@@ -72,3 +72,16 @@ async fn a_stream_handed_on_or_not_to_be_kept_closes_when_dropped() {
         "a 2026-07-28 stream closes at once"
     );
 }
+
+/// A stream that ended while held has no connection left to keep.
+#[tokio::test]
+async fn a_held_stream_that_ended_is_not_kept() {
+    let kept = Arc::new(Kept::default());
+    let mut held = Held::new(
+        futures::stream::empty().boxed(),
+        Some((RequestId::Number(3), kept.clone())),
+    );
+    assert!(held.next().await.is_none());
+    drop(held);
+    assert!(!kept.holds(&RequestId::Number(3)));
+}
