@@ -82,7 +82,9 @@ fn model(items: &[(u64, Kind)], end_gap: u64, wait: u64) -> Expected {
     let mut at = 0;
     for (index, (gap, kind)) in items.iter().enumerate() {
         at += gap;
-        if at > wait {
+        // A frame one hand-over away from a frame read at the limit comes
+        // after the limit: the stream is not ready when the wait ends.
+        if at > wait || (*gap == 0 && at == wait) {
             return Expected::Streaming(wait);
         }
         match kind {
@@ -118,7 +120,8 @@ proptest! {
     /// that count are generated on purpose), within the wait;
     /// otherwise every item comes back, in order, and the wait ends at the
     /// first item that is not skipped, at the end, or at its limit. An item
-    /// that lands on the limit itself is read: the stream is polled first.
+    /// whose timer lands on the limit itself is read, since the stream is
+    /// polled first; one a hand-over after such an item is not.
     #[test]
     fn the_answer_alone_or_every_frame_in_order(
         items in (0..MAX_SKIPPED + 3, proptest::collection::vec((odd(), kind()), 0..8))
@@ -148,6 +151,20 @@ proptest! {
             Ok(())
         })?;
     }
+}
+
+/// An answer one hand-over after a frame read at the very limit is not
+/// waited for (the case the property test's first CI run found): the
+/// stream is handed back whole.
+#[tokio::test(start_paused = true)]
+async fn an_answer_one_hand_over_past_the_limit_is_handed_back() {
+    let items = [vec![(1, Kind::Skip); 6], vec![(0, Kind::Answer(0))]].concat();
+    let early = answer_within(timed(items.clone(), 0), Duration::from_millis(6), classify).await;
+    let EarlyAnswer::Streaming(rest) = early else {
+        panic!("read an answer past the limit");
+    };
+    let sent: Vec<_> = items.iter().map(|(_, kind)| frame(kind)).collect();
+    assert_eq!(rest.collect::<Vec<_>>().await, sent);
 }
 
 /// A server that sends nothing but priming frames cannot hold the wait:
