@@ -1,8 +1,10 @@
 //! The core's property tests, run long: `cargo bench --bench models`.
 //!
-//! CI runs each model with a few hundred cases from one fixed seed. This
-//! runs both (the server's session against its reference model, the
-//! client's reconnect machine against a scripted server) with `--cases`
+//! CI runs each property test with a few hundred or thousand cases from
+//! one fixed seed. This runs them (the server's session against its
+//! reference model, the client's reconnect machine against a scripted
+//! server, the answer read with its `POST` against its model, the frame
+//! probe and the cursor parser) with `--cases`
 //! cases (default 20,000) for each of `--seeds` seeds (default 4), each
 //! seed fresh from the clock unless `--seed` fixes the first, and prints one
 //! line per run. A failure prints proptest's shrunk case and exits non-zero:
@@ -11,10 +13,14 @@
 use std::process::{Command, ExitCode};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
-/// The models, as test names in `rmcp-resume-core`.
-const MODELS: [&str; 2] = [
+/// The property tests, as test names in `rmcp-resume-core`.
+const MODELS: [&str; 6] = [
     "session::model::model_the_session_keeps_its_promises",
     "reconnect::tests::model::model_the_machine_keeps_its_promises",
+    "reconnect::answer::tests::the_answer_alone_or_every_frame_in_order",
+    "reconnect::probe::tests::answers_as_the_whole_read_does",
+    "reconnect::probe::tests::the_byte_scan_answers_as_serde_json_does",
+    "resumption::tests::parsing_never_panics_on_arbitrary_bytes",
 ];
 
 struct Args {

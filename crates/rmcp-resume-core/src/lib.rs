@@ -23,3 +23,6 @@ pub mod resumption;
 pub mod session;
 pub mod shared;
 pub mod wire;
+
+#[cfg(test)]
+mod proptest_config;

@@ -627,7 +627,7 @@ fn encode_at_the_edges_of_each_digit_count() {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+    #![proptest_config(crate::proptest_config::fixed(512, 0x2026_0630))]
 
     #[test]
     fn parsing_never_panics_on_arbitrary_bytes(bytes in proptest::collection::vec(any::<u8>(), 0..2048)) {

@@ -48,7 +48,6 @@ use std::time::Duration;
 
 use futures::{FutureExt, StreamExt};
 use proptest::prelude::*;
-use proptest::test_runner::RngSeed;
 use tokio::time::Instant;
 
 use super::*;
@@ -849,30 +848,8 @@ fn run(ops: &[Op]) -> Result<(), TestCaseError> {
     })
 }
 
-/// [`CASES`] cases from [`SEED`], unless `PROPTEST_CASES` or
-/// `PROPTEST_RNG_SEED` say otherwise; no regression files in the tree.
-fn config() -> ProptestConfig {
-    let base = ProptestConfig::default();
-    let cases = if std::env::var_os("PROPTEST_CASES").is_some() {
-        base.cases
-    } else {
-        CASES
-    };
-    let rng_seed = if std::env::var_os("PROPTEST_RNG_SEED").is_some() {
-        base.rng_seed
-    } else {
-        RngSeed::Fixed(SEED)
-    };
-    ProptestConfig {
-        cases,
-        rng_seed,
-        failure_persistence: None,
-        ..base
-    }
-}
-
 proptest! {
-    #![proptest_config(config())]
+    #![proptest_config(crate::proptest_config::fixed(CASES, SEED))]
 
     #[test]
     fn model_the_session_keeps_its_promises(ops in prop::collection::vec(op(), 1..120)) {

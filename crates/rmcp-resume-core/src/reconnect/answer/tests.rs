@@ -113,7 +113,7 @@ fn kind() -> impl Strategy<Value = Kind> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+    #![proptest_config(crate::proptest_config::fixed(512, 0x2026_1205))]
 
     /// The answer comes back alone exactly when it is the first message,
     /// after at most `MAX_SKIPPED` frames without one (runs of them around

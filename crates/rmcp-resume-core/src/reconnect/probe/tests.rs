@@ -106,7 +106,7 @@ fn object() -> impl Strategy<Value = String> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 2048, ..ProptestConfig::default() })]
+    #![proptest_config(crate::proptest_config::fixed(2048, 0x2026_0109))]
 
     /// The early stop changes no answer: on whole objects (with whitespace,
     /// escaped keys, trailing text) and on a random prefix of each (a frame
@@ -213,7 +213,7 @@ fn nesting_past_the_byte_scans_depth_goes_to_serde_json() {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 4096, ..ProptestConfig::default() })]
+    #![proptest_config(crate::proptest_config::fixed(4096, 0x2026_0216))]
 
     /// The byte scan answers as the `serde_json` scan does wherever it
     /// answers, and answers every object whose top-level keys have no

@@ -44,7 +44,6 @@
 use std::collections::HashMap;
 
 use proptest::prelude::*;
-use proptest::test_runner::RngSeed;
 
 use super::*;
 
@@ -1206,30 +1205,8 @@ fn case() -> impl Strategy<Value = Case> {
     (server(), knobs()).prop_map(|(server, knobs)| Case { server, knobs })
 }
 
-/// [`CASES`] cases from [`SEED`], unless `PROPTEST_CASES` or
-/// `PROPTEST_RNG_SEED` say otherwise; no regression files in the tree.
-fn config() -> ProptestConfig {
-    let base = ProptestConfig::default();
-    let cases = if std::env::var_os("PROPTEST_CASES").is_some() {
-        base.cases
-    } else {
-        CASES
-    };
-    let rng_seed = if std::env::var_os("PROPTEST_RNG_SEED").is_some() {
-        base.rng_seed
-    } else {
-        RngSeed::Fixed(SEED)
-    };
-    ProptestConfig {
-        cases,
-        rng_seed,
-        failure_persistence: None,
-        ..base
-    }
-}
-
 proptest! {
-    #![proptest_config(config())]
+    #![proptest_config(crate::proptest_config::fixed(CASES, SEED))]
 
     #[test]
     fn model_the_machine_keeps_its_promises(case in case()) {
