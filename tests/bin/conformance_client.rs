@@ -3,6 +3,11 @@
 //! the scenario server's URL as its argument and the scenario's name in
 //! `MCP_CONFORMANCE_SCENARIO`. `tests/conformance.rs` drives it.
 
+#[path = "conformance_client/first_get.rs"]
+mod first_get;
+
+use std::time::Duration;
+
 use anyhow::{Context, bail};
 use rmcp::{
     ErrorData, RoleClient, ServiceExt,
@@ -12,7 +17,9 @@ use rmcp::{
         ElicitationAction, Implementation, ProtocolVersion,
     },
     service::RequestContext,
-    transport::StreamableHttpClientTransport,
+    transport::{
+        StreamableHttpClientTransport, streamable_http_client::StreamableHttpClientTransportConfig,
+    },
 };
 use serde_json::{Map, Value, json};
 
@@ -74,9 +81,24 @@ async fn main() -> anyhow::Result<()> {
         .nth(1)
         .context("usage: conformance_client <server-url>")?;
     let scenario = std::env::var("MCP_CONFORMANCE_SCENARIO").unwrap_or_default();
+    // Like the default client: a connection per request.
+    let http = reqwest::Client::builder()
+        .pool_max_idle_per_host(0)
+        .build()?;
+    let (http, mut opened) = first_get::FirstGet::new(http);
+    let config = StreamableHttpClientTransportConfig::with_uri(url);
     let client = Client
-        .serve(StreamableHttpClientTransport::from_uri(url))
+        .serve(StreamableHttpClientTransport::with_client(http, config))
         .await?;
+    if scenario == "sse-retry" {
+        // That scenario's server answers a pending call on the next GET it
+        // gets, whichever: a standalone stream opened after the call would
+        // take the answer the resuming GET is there to fetch. Calls wait for
+        // it, as they would on a client that has been up for a while.
+        tokio::time::timeout(Duration::from_secs(10), opened.wait_for(|open| *open))
+            .await
+            .context("the standalone stream did not open within 10 s")??;
+    }
     let tools = client.list_all_tools().await?;
     eprintln!("scenario {scenario:?}: server lists {} tools", tools.len());
     let calls = match scenario.as_str() {
