@@ -24,7 +24,8 @@ const MODELS: [&str; 6] = [
 ];
 
 struct Args {
-    cases: u64,
+    /// proptest reads `PROPTEST_CASES` as a `u32`.
+    cases: u32,
     seeds: u64,
     seed: Option<u64>,
 }
@@ -43,7 +44,10 @@ fn args() -> Result<Args, String> {
                 .ok_or_else(|| format!("{name} needs a number"))
         };
         match arg.as_str() {
-            "--cases" => parsed.cases = value("--cases")?,
+            "--cases" => {
+                parsed.cases = u32::try_from(value("--cases")?)
+                    .map_err(|_| "--cases takes at most 4294967295".to_owned())?;
+            }
             "--seeds" => parsed.seeds = value("--seeds")?,
             "--seed" => parsed.seed = Some(value("--seed")?),
             // cargo bench passes `--bench`; nothing else is ours.
@@ -73,7 +77,7 @@ fn main() -> ExitCode {
         for k in 0..args.seeds {
             let seed = first.wrapping_add(k);
             let started = Instant::now();
-            let status = Command::new(&cargo)
+            let output = Command::new(&cargo)
                 .args([
                     "test",
                     "--release",
@@ -85,8 +89,21 @@ fn main() -> ExitCode {
                 .args(["--", "--exact", "--quiet"])
                 .env("PROPTEST_CASES", args.cases.to_string())
                 .env("PROPTEST_RNG_SEED", seed.to_string())
-                .status();
-            let ok = status.as_ref().is_ok_and(|s| s.success());
+                .output();
+            // `--exact` with a name that matches nothing passes: the run
+            // holds only if it ran this one test.
+            let ok = output.as_ref().is_ok_and(|o| {
+                o.status.success() && String::from_utf8_lossy(&o.stdout).contains(" 1 passed;")
+            });
+            if !ok {
+                match &output {
+                    Ok(o) => {
+                        eprint!("{}", String::from_utf8_lossy(&o.stdout));
+                        eprint!("{}", String::from_utf8_lossy(&o.stderr));
+                    }
+                    Err(error) => eprintln!("models: cannot run {cargo}: {error}"),
+                }
+            }
             println!(
                 "{model}: {} cases, seed {seed}: {} in {:.1} s",
                 args.cases,

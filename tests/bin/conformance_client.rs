@@ -81,24 +81,29 @@ async fn main() -> anyhow::Result<()> {
         .nth(1)
         .context("usage: conformance_client <server-url>")?;
     let scenario = std::env::var("MCP_CONFORMANCE_SCENARIO").unwrap_or_default();
-    // Like the default client: a connection per request.
-    let http = reqwest::Client::builder()
-        .pool_max_idle_per_host(0)
-        .build()?;
-    let (http, mut opened) = first_get::FirstGet::new(http);
-    let config = StreamableHttpClientTransportConfig::with_uri(url);
-    let client = Client
-        .serve(StreamableHttpClientTransport::with_client(http, config))
-        .await?;
-    if scenario == "sse-retry" {
+    let client = if scenario == "sse-retry" {
         // That scenario's server answers a pending call on the next GET it
         // gets, whichever: a standalone stream opened after the call would
-        // take the answer the resuming GET is there to fetch. Calls wait for
-        // it, as they would on a client that has been up for a while.
+        // take the answer the resuming GET is there to fetch. The call waits
+        // for it, as on a client that has been up for a while. Watching the
+        // GET takes a client of our own, without pooling as the default.
+        let http = reqwest::Client::builder()
+            .pool_max_idle_per_host(0)
+            .build()?;
+        let (http, mut opened) = first_get::FirstGet::new(http);
+        let config = StreamableHttpClientTransportConfig::with_uri(url);
+        let client = Client
+            .serve(StreamableHttpClientTransport::with_client(http, config))
+            .await?;
         tokio::time::timeout(Duration::from_secs(10), opened.wait_for(|open| *open))
             .await
             .context("the standalone stream did not open within 10 s")??;
-    }
+        client
+    } else {
+        Client
+            .serve(StreamableHttpClientTransport::from_uri(url))
+            .await?
+    };
     let tools = client.list_all_tools().await?;
     eprintln!("scenario {scenario:?}: server lists {} tools", tools.len());
     let calls = match scenario.as_str() {

@@ -16,7 +16,7 @@
 //! | the answer ([`AnswerFrame::Answer`]) | [`EarlyAnswer::Answered`], with the rest of the stream for [`drain_answered`]; the frames skipped before it (priming, `retry`) are dropped |
 //! | a frame without a message ([`AnswerFrame::Skip`]) | kept, and the wait goes on, for at most [`MAX_SKIPPED`] such frames |
 //! | any other frame ([`AnswerFrame::Other`]), an error, the end | [`EarlyAnswer::Streaming`], with what was read first |
-//! | nothing before the wait ends | the same |
+//! | nothing before the wait ends | the same; a frame ready when the wait ends is still read, since the stream is polled first (the wait never runs longer for it) |
 
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -58,8 +58,9 @@ impl<T: std::fmt::Debug, S: Stream> std::fmt::Debug for EarlyAnswer<T, S> {
     }
 }
 
-/// The most frames without a message read while waiting: a server that
-/// sends nothing else cannot make the wait hold more than this.
+/// The most frames without a message the wait goes on after: a server that
+/// sends nothing else cannot make it hold longer (the next such frame is
+/// read, and handed back with the others).
 pub const MAX_SKIPPED: usize = 8;
 
 /// What the wait does after a frame: a pure function of the frame's kind
