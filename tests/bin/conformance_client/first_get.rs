@@ -15,9 +15,11 @@ use rmcp::transport::streamable_http_client::{
 use sse_stream::Sse;
 use tokio::sync::watch;
 
-type PostResult = Result<StreamableHttpPostResponse, StreamableHttpError<reqwest::Error>>;
-type GetResult =
-    Result<BoxStream<'static, Result<Sse, SseError>>, StreamableHttpError<reqwest::Error>>;
+type Failure = StreamableHttpError<reqwest::Error>;
+type PostResult = Result<StreamableHttpPostResponse, Failure>;
+type GetResult = Result<BoxStream<'static, Result<Sse, SseError>>, Failure>;
+type Headers = HashMap<HeaderName, HeaderValue>;
+type Session = Option<Arc<str>>;
 
 /// reqwest's client, watched for its first answered `GET`.
 #[derive(Clone)]
@@ -42,111 +44,86 @@ impl FirstGet {
     }
 }
 
+// Every method hands its arguments to reqwest's client in the same order; only
+// the two `GET`s look at what comes back.
 impl StreamableHttpClient for FirstGet {
     type Error = reqwest::Error;
 
     async fn post_message(
         &self,
-        uri: Arc<str>,
-        message: ClientJsonRpcMessage,
-        session_id: Option<Arc<str>>,
-        auth_header: Option<String>,
-        custom_headers: HashMap<HeaderName, HeaderValue>,
+        to: Arc<str>,
+        msg: ClientJsonRpcMessage,
+        sid: Session,
+        auth: Option<String>,
+        extra: Headers,
     ) -> PostResult {
-        self.inner
-            .post_message(uri, message, session_id, auth_header, custom_headers)
-            .await
+        self.inner.post_message(to, msg, sid, auth, extra).await
     }
 
     async fn post_message_with_max_sse_event_size(
         &self,
-        uri: Arc<str>,
-        message: ClientJsonRpcMessage,
-        session_id: Option<Arc<str>>,
-        auth_header: Option<String>,
-        custom_headers: HashMap<HeaderName, HeaderValue>,
-        max_sse_event_size: usize,
+        to: Arc<str>,
+        msg: ClientJsonRpcMessage,
+        sid: Session,
+        auth: Option<String>,
+        extra: Headers,
+        cap: usize,
     ) -> PostResult {
-        self.inner
-            .post_message_with_max_sse_event_size(
-                uri,
-                message,
-                session_id,
-                auth_header,
-                custom_headers,
-                max_sse_event_size,
-            )
-            .await
+        let post = self
+            .inner
+            .post_message_with_max_sse_event_size(to, msg, sid, auth, extra, cap);
+        post.await
     }
 
     async fn post_message_with_response_limits(
         &self,
-        uri: Arc<str>,
-        message: ClientJsonRpcMessage,
-        session_id: Option<Arc<str>>,
-        auth_header: Option<String>,
-        custom_headers: HashMap<HeaderName, HeaderValue>,
-        limits: StreamableHttpResponseLimits,
+        to: Arc<str>,
+        msg: ClientJsonRpcMessage,
+        sid: Session,
+        auth: Option<String>,
+        extra: Headers,
+        caps: StreamableHttpResponseLimits,
     ) -> PostResult {
-        self.inner
-            .post_message_with_response_limits(
-                uri,
-                message,
-                session_id,
-                auth_header,
-                custom_headers,
-                limits,
-            )
-            .await
+        let post = self
+            .inner
+            .post_message_with_response_limits(to, msg, sid, auth, extra, caps);
+        post.await
     }
 
     async fn delete_session(
         &self,
-        uri: Arc<str>,
-        session_id: Arc<str>,
-        auth_header: Option<String>,
-        custom_headers: HashMap<HeaderName, HeaderValue>,
-    ) -> Result<(), StreamableHttpError<reqwest::Error>> {
-        self.inner
-            .delete_session(uri, session_id, auth_header, custom_headers)
-            .await
+        to: Arc<str>,
+        sid: Arc<str>,
+        auth: Option<String>,
+        extra: Headers,
+    ) -> Result<(), Failure> {
+        self.inner.delete_session(to, sid, auth, extra).await
     }
 
     async fn get_stream(
         &self,
-        uri: Arc<str>,
-        session_id: Option<Arc<str>>,
-        last_event_id: Option<String>,
-        auth_header: Option<String>,
-        custom_headers: HashMap<HeaderName, HeaderValue>,
+        to: Arc<str>,
+        sid: Session,
+        cursor: Option<String>,
+        auth: Option<String>,
+        extra: Headers,
     ) -> GetResult {
-        let result = self
-            .inner
-            .get_stream(uri, session_id, last_event_id, auth_header, custom_headers)
-            .await;
-        self.mark(result)
+        let got = self.inner.get_stream(to, sid, cursor, auth, extra).await;
+        self.mark(got)
     }
 
     async fn get_stream_with_max_sse_event_size(
         &self,
-        uri: Arc<str>,
-        session_id: Option<Arc<str>>,
-        last_event_id: Option<String>,
-        auth_header: Option<String>,
-        custom_headers: HashMap<HeaderName, HeaderValue>,
-        max_sse_event_size: usize,
+        to: Arc<str>,
+        sid: Session,
+        cursor: Option<String>,
+        auth: Option<String>,
+        extra: Headers,
+        cap: usize,
     ) -> GetResult {
-        let result = self
+        let get = self
             .inner
-            .get_stream_with_max_sse_event_size(
-                uri,
-                session_id,
-                last_event_id,
-                auth_header,
-                custom_headers,
-                max_sse_event_size,
-            )
-            .await;
-        self.mark(result)
+            .get_stream_with_max_sse_event_size(to, sid, cursor, auth, extra, cap);
+        self.mark(get.await)
     }
 }
