@@ -19,6 +19,7 @@ use rmcp::transport::common::client_side_sse::{FixedInterval, ResumeConfig};
 use rmcp::transport::streamable_http_client::{
     ResumeGuard, StreamableHttpClient, StreamableHttpPostResponse,
 };
+use rmcp_resume_testkit::scripted;
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
 
@@ -61,19 +62,7 @@ async fn handle(
     let message = serde_json::from_slice::<Value>(&body).unwrap_or(Value::Null);
     let id = message.get("id").cloned().unwrap_or(Value::Null);
     match message.get("method").and_then(Value::as_str) {
-        Some("initialize") => {
-            return Response::builder()
-                .header("content-type", "application/json")
-                .header("mcp-session-id", "s1")
-                .body(Body::from(
-                    json!({"jsonrpc":"2.0","id":id,"result":{
-                        "protocolVersion":"2025-11-25",
-                        "capabilities":{"tools":{}},
-                        "serverInfo":{"name":"scripted","version":"0"}}})
-                    .to_string(),
-                ))
-                .unwrap_or_default();
-        }
+        Some("initialize") => return scripted::initialized(&id),
         Some("tools/call") => {}
         _ => {
             return Response::builder()

@@ -17,6 +17,7 @@ use rmcp::transport::common::client_side_sse::ResumeFailureKind;
 use rmcp::transport::streamable_http_client::{
     StreamableHttpClientTransportConfig, resume_failure,
 };
+use rmcp_resume_testkit::scripted;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
@@ -53,7 +54,7 @@ impl Scripted {
 fn sse(body: String) -> Response<Body> {
     Response::builder()
         .header("content-type", "text/event-stream")
-        .header("mcp-session-id", "s1")
+        .header("mcp-session-id", scripted::SESSION)
         .body(Body::from(body))
         .unwrap_or_default()
 }
@@ -68,7 +69,7 @@ fn sse_held(frames: String, ct: CancellationToken) -> Response<Body> {
     );
     Response::builder()
         .header("content-type", "text/event-stream")
-        .header("mcp-session-id", "s1")
+        .header("mcp-session-id", scripted::SESSION)
         .body(Body::from_stream(stream))
         .unwrap_or_default()
 }
@@ -122,17 +123,7 @@ async fn handle(
     };
     let id = message.get("id").cloned();
     match message.get("method").and_then(Value::as_str) {
-        Some("initialize") => Response::builder()
-            .header("content-type", "application/json")
-            .header("mcp-session-id", "s1")
-            .body(Body::from(
-                json!({"jsonrpc":"2.0","id":id,"result":{
-                    "protocolVersion":"2025-11-25",
-                    "capabilities":{"tools":{}},
-                    "serverInfo":{"name":"scripted","version":"0"}}})
-                .to_string(),
-            ))
-            .unwrap_or_default(),
+        Some("initialize") => scripted::initialized(id.as_ref().unwrap_or(&Value::Null)),
         Some("tools/call") => {
             let priming = "id: 0/1\nretry: 10\ndata:\n\n".to_owned();
             let progress = json!({"jsonrpc":"2.0","method":"notifications/progress",
@@ -330,7 +321,10 @@ async fn a_calls_stream_makes_a_span_only_for_what_it_logs() -> anyhow::Result<(
     let logged = spans.of_requests();
     assert!(!logged.is_empty(), "a resumed call logs its resume");
     for fields in &logged {
-        assert_eq!(fields.get("session_id").map(String::as_str), Some("s1"));
+        assert_eq!(
+            fields.get("session_id").map(String::as_str),
+            Some(scripted::SESSION)
+        );
         assert_eq!(fields.get("request").map(String::as_str), Some("1"));
     }
     ct.cancel();

@@ -18,6 +18,7 @@
 //! | [`redis`](mod@redis) | a redis-server of the test's own, and the `server` example as separate instances sharing it |
 //! | [`redis_cluster`] | a Redis Cluster of the test's own on 127.0.0.1 (3 primaries, or 3 + 3 replicas), and failovers of a key's slot |
 //! | [`scenario`] | the cut-call scenario, run the same way on both sides |
+//! | [`scripted`] | what the tests' hand-scripted servers share: the answer to `initialize` |
 //! | [`shapes`] | [`ShapesServer`](shapes::ShapesServer): the client peer matrix's tools (`quick`, `quiet`, `poll`, `stream`), as the TypeScript and Python peers offer them |
 //! | [`soak`] | the churn soak (streamed calls, bursts, a standalone ticker, random cuts), tallied the same way on both sides |
 //! | `store` | a session store in memory, for restores (not on 0.17, 0.16 or 0.15, which have no session store) |
@@ -42,6 +43,7 @@ pub mod raw;
 pub mod redis;
 pub mod redis_cluster;
 pub mod scenario;
+pub mod scripted;
 pub mod server;
 pub mod shapes;
 pub mod soak;
