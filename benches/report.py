@@ -268,7 +268,9 @@ def main():
     harness = json.loads(HARNESS.read_text()) if HARNESS.exists() else {}
     text = reliability(harness)
     print(text)
-    if "--no-page" not in sys.argv:
+    # A run without the soak and flood sections leaves the page's reliability
+    # tables as they are, rather than blanking them.
+    if "--no-page" not in sys.argv and ("soak" in harness or "flood" in harness):
         replace_section(RELIABILITY_BEGIN, RELIABILITY_END, text)
     if "--reliability-only" in sys.argv:
         return
