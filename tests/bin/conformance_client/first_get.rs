@@ -45,7 +45,9 @@ impl FirstGet {
 }
 
 // Every method hands its arguments to reqwest's client in the same order; only
-// the two `GET`s look at what comes back.
+// the two `GET`s look at what comes back. The event-size `POST` is left to the
+// trait's default: 3.11's transport sends through the response-limits `POST`,
+// which this forwards, and only that method's default calls it.
 impl StreamableHttpClient for FirstGet {
     type Error = reqwest::Error;
 
@@ -58,21 +60,6 @@ impl StreamableHttpClient for FirstGet {
         extra: Headers,
     ) -> PostResult {
         self.inner.post_message(to, msg, sid, auth, extra).await
-    }
-
-    async fn post_message_with_max_sse_event_size(
-        &self,
-        to: Arc<str>,
-        msg: ClientJsonRpcMessage,
-        sid: Session,
-        auth: Option<String>,
-        extra: Headers,
-        cap: usize,
-    ) -> PostResult {
-        let post = self
-            .inner
-            .post_message_with_max_sse_event_size(to, msg, sid, auth, extra, cap);
-        post.await
     }
 
     async fn post_message_with_response_limits(
