@@ -39,6 +39,7 @@
 //! | `originating_request` | SEP-2260's `OriginatingRequestId` | none (requests go to the standalone stream) |
 //! | `answer_wait` | the config's: the worker runs `POST`s beside each other | zero: the worker awaits each `POST` in turn |
 //! | `ResponseLimits`, `post`, `get` | the size-limited client calls | the plain calls (1.8 reads events unbounded) |
+//! | `parse_response` | a tool call's answer read straight into its type, the rest as upstream parses it (`line/tool_answer.rs`) | upstream's parse |
 
 #[cfg_attr(rmcp_line_1, path = "line/v1.rs")]
 #[cfg_attr(not(rmcp_line_1), path = "line/v3.rs")]

@@ -260,7 +260,7 @@ fn answer_frame(sse: &Sse, request: &RequestId) -> AnswerFrame<ServerJsonRpcMess
         JsonRpcMessage::Error(error) => line::error_request_id(error).as_ref() == Some(request),
         _ => false,
     };
-    match serde_json::from_str::<ServerJsonRpcMessage>(data) {
+    match crate::line::parse_response(data) {
         Ok(message) if answers(&message) => AnswerFrame::Answer(message),
         _ => AnswerFrame::Other,
     }
