@@ -120,7 +120,9 @@ fn has_tool_answer_shape(message: &Value) -> bool {
 fn numbers_are_plain() -> bool {
     static PLAIN: OnceLock<bool> = OnceLock::new();
     *PLAIN.get_or_init(|| {
-        serde_json::from_str::<Value>("1e2").is_ok_and(|number| number.to_string() == "100.0")
+        serde_json::from_str::<Value>("1e2")
+            .and_then(|number| serde_json::to_string(&number))
+            .is_ok_and(|text| text == "100.0")
     })
 }
 

@@ -214,7 +214,10 @@ pub(crate) use server::*;
 /// Parses a frame the guard's probe judged a response, as upstream parses
 /// any server message. The 3.11 line reads a tool call's answer by a
 /// shortcut; these lines' unions were not checked for it.
-#[cfg(feature = "transport-streamable-http-client")]
+#[cfg(all(
+    any(feature = "client", feature = "server"),
+    feature = "transport-streamable-http-client"
+))]
 pub(crate) fn parse_response(data: &str) -> serde_json::Result<crate::model::ServerJsonRpcMessage> {
     serde_json::from_str(data)
 }

@@ -285,10 +285,16 @@ mod server {
 }
 
 // 3.11's `ServerResult` is the union the shortcut's table was read from.
-#[cfg(feature = "transport-streamable-http-client")]
+#[cfg(all(
+    any(feature = "client", feature = "server"),
+    feature = "transport-streamable-http-client"
+))]
 #[path = "tool_answer.rs"]
 mod tool_answer;
-#[cfg(feature = "transport-streamable-http-client")]
+#[cfg(all(
+    any(feature = "client", feature = "server"),
+    feature = "transport-streamable-http-client"
+))]
 pub(crate) use tool_answer::parse_response;
 
 #[cfg(all(
