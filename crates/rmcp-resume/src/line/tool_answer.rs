@@ -11,9 +11,11 @@
 //! **When the shortcut applies.** The message is an object whose only keys
 //! are `jsonrpc`, `id` and `result`. `result` is an object whose keys are
 //! some of [`TOOL_RESULT_KEYS`]. Each earlier variant of `ServerResult`
-//! needs a key outside that set, so none of them can fit: a derived
-//! `Deserialize` lets a field be absent only if it is an `Option` or has a
-//! default, and the needed field is neither:
+//! needs a key outside that set, so none of them can fit. A derived
+//! `Deserialize` fills a missing field only through its type's
+//! `deserialize_option` (an `Option`) or a default, and each needed field
+//! below was read to have neither (nor a flattened struct of only such
+//! fields). The table was read from rmcp 3.11.0 (`TABLE_READ_FOR`):
 //!
 //! | Variant | Needs |
 //! |---|---|
@@ -27,19 +29,34 @@
 //! | `ElicitResult` | `action` |
 //! | `GetTaskResult` | `taskId` (its task is flattened) |
 //!
-//! **Why the value is the same.** The shortcut parses the message in two
-//! passes:
-//! 1. The message is parsed as a [`Value`]. This is the check serde's buffer
-//!    makes on upstream's path: nesting depth, number range, string escapes.
-//!    Anything upstream refuses there is refused here too, and the pass also
-//!    yields the key sets above.
-//! 2. The message is parsed again, straight into
-//!    `JsonRpcResponse<CallToolResult>`. This uses upstream's own
-//!    `Deserialize` impls, which reject a duplicate field as they do on
-//!    upstream's path.
+//! **Why the value is the same.** The shortcut parses the message twice:
+//! 1. As a [`Value`], for its keys and its result's keys, with escapes
+//!    decoded as serde decodes a field's name. This parse refuses what
+//!    serde's buffer refuses (nesting depth, number range, string escapes),
+//!    although the second parse already does in every place the shortcut
+//!    admits.
+//! 2. Straight into `JsonRpcResponse<CallToolResult>`, through upstream's own
+//!    `Deserialize` impls.
 //!
-//! If either pass fails, the message goes to upstream's parse, so a refusal
-//! can only cost time, never change an answer.
+//! What needs showing is one direction only: when the direct parse gives a
+//! value, upstream's buffered parse gives the same one. Where the buffered
+//! path is more lenient (it reads a number as an enum's variant index, so
+//! `"type":0` is a text block there), the direct parse fails and the message
+//! goes to upstream's parse, which costs time, not an answer. The direction
+//! holds because of the types reachable from `CallToolResult`:
+//! - `ContentBlock` is internally tagged, so serde buffers each block on
+//!   both paths, and everything inside one is read from the same buffer.
+//! - Above it, every field reads the same from a buffer as from the text:
+//!   `JsonRpcVersion2_0` (a string), the id (through a `Value`),
+//!   `Option<bool>`, `Vec`, `Value`, and `MetaObject`'s map of `Value`s. A
+//!   repeated field is refused on both paths; a repeated key inside a
+//!   `Value` keeps its last value on both.
+//!
+//! A field added above the blocks with a type that reads differently from
+//! a buffer (an `i128`, a borrowed `&str`, a `deserialize_with` that looks
+//! at the deserializer) would break this. So would a new variant before
+//! `CallToolResult`. Upstream is pinned to an exact version, and a test
+//! fails when it moves, so that the table and this list are read again.
 //!
 //! serde_json's `arbitrary_precision` feature, if anything in the build
 //! turns it on, changes how serde's buffer sees numbers. That can make
@@ -56,8 +73,14 @@ use crate::model::{
 };
 
 /// The keys a result may have for the shortcut to apply: `CallToolResult`'s
-/// own fields, without `resultType`, which three earlier variants read.
+/// own fields, without `resultType`. Three earlier variants need that key,
+/// so with it a result can be one of them: `resultType` and a subscription
+/// id in `_meta` make a `SubscriptionsListenResult`.
 pub(crate) const TOOL_RESULT_KEYS: [&str; 4] = ["content", "structuredContent", "isError", "_meta"];
+
+/// The upstream release whose `ServerResult` the module's table was read
+/// from.
+const TABLE_READ_FOR: &str = "3.11.0";
 
 /// The keys a response message may have for the shortcut to apply.
 const RESPONSE_KEYS: [&str; 3] = ["jsonrpc", "id", "result"];

@@ -10,7 +10,7 @@
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngSeed};
 
-use super::{TOOL_RESULT_KEYS, numbers_are_plain, parse_response, tool_answer};
+use super::{TABLE_READ_FOR, TOOL_RESULT_KEYS, numbers_are_plain, parse_response, tool_answer};
 use crate::model::{JsonRpcMessage, ServerJsonRpcMessage, ServerResult};
 
 /// JSON as text: objects keep their keys' order and repeats.
@@ -386,8 +386,8 @@ fn a_repeated_key_is_judged_as_upstream_judges_it() {
     assert_eq!(result.structured_content, Some(serde_json::json!({"a": 2})));
 }
 
-/// A value that serde's buffer refuses, in a place a direct parse skips,
-/// is refused by both paths.
+/// A value that serde's buffer refuses, inside a content block, is refused
+/// by both paths.
 #[test]
 fn what_upstreams_buffer_refuses_is_refused() {
     let deep = format!("{}{}", "[".repeat(130), "]".repeat(130));
@@ -403,4 +403,54 @@ fn what_upstreams_buffer_refuses_is_refused() {
         assert!(serde_json::from_str::<ServerJsonRpcMessage>(&data).is_err());
         assert!(!assert_parses_as_upstream(&data), "{data}");
     }
+}
+
+/// Spellings and values at the edges: escaped keys, whitespace, a byte-order
+/// mark, trailing text, ids at the edges of `i64`, block tags given as
+/// numbers (which only the buffered path reads as a variant), and each kind
+/// of block.
+#[test]
+fn edge_cases_parse_as_upstream() {
+    let shortcut = [
+        r#"{"jsonrpc":"2.0","id":1,"result":{"\u0063ontent":[]}}"#,
+        r#"{"\u006asonrpc":"2.0","\u0069d":1,"result":{"\u005fmeta":{},"isError":true}}"#,
+        " \n{ \"jsonrpc\" : \"2.0\" ,\t\"id\":1, \"result\":{\"content\":[]} }\r\n",
+        r#"{"jsonrpc":"2.0","id":-0,"result":{"content":[]}}"#,
+        r#"{"jsonrpc":"2.0","id":9223372036854775807,"result":{"content":[]}}"#,
+        r#"{"jsonrpc":"2.0","id":-9223372036854775808,"result":{"content":[]}}"#,
+        r#"{"jsonrpc":"2.0","id":1e2,"result":{"content":[]}}"#,
+        r#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"image","data":"AAAA","mimeType":"image/png"}]}}"#,
+        r#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"audio","data":"AAAA","mimeType":"audio/wav"}]}}"#,
+        r#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"resource","resource":{"uri":"file:///a","text":"x"}}]}}"#,
+        r#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"resource_link","uri":"file:///a","name":"a","size":1}]}}"#,
+        r#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"x","annotations":{"audience":["user"],"priority":1}}]}}"#,
+        r#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"x","annotations":{"audience":[{"user":null}]}}]}}"#,
+    ];
+    for data in shortcut {
+        assert!(assert_parses_as_upstream(data), "{data}");
+    }
+    let refused_or_upstream = [
+        "\u{feff}{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"content\":[]}}",
+        r#"{"jsonrpc":"2.0","id":1,"result":{"content":[]}} x"#,
+        r#"{"jsonrpc":"2.0","id":1,"result":{"content":[]}}{}"#,
+        r#"{"jsonrpc":"2.0","id":9223372036854775808,"result":{"content":[]}}"#,
+        r#"{"jsonrpc":"2.0","id":18446744073709551616,"result":{"content":[]}}"#,
+        r#"{"jsonrpc":"2.0","id":1.5,"result":{"content":[]}}"#,
+        r#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":0,"text":"x"}]}}"#,
+        r#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":4,"uri":"file:///a","name":"a"}]}}"#,
+        r#"{"jsonrpc":"2.0","id":1,"result":{"content":[["text","x"]]}}"#,
+        r#"["2.0",1,{"content":[]}]"#,
+        r#"{"jsonrpc":"2.0","id":1,"result":[[]]}"#,
+        r#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"resource_link","uri":"file:///a","name":"a","size":1.0}]}}"#,
+    ];
+    for data in refused_or_upstream {
+        assert!(!assert_parses_as_upstream(data), "{data}");
+    }
+}
+
+/// The module's table of required keys was read from one upstream release;
+/// moving upstream fails here until it is read again.
+#[test]
+fn the_table_was_read_for_this_upstream() {
+    assert_eq!(TABLE_READ_FOR, crate::line::UPSTREAM_VERSION);
 }
