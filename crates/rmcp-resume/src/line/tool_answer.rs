@@ -80,6 +80,7 @@ pub(crate) const TOOL_RESULT_KEYS: [&str; 4] = ["content", "structuredContent", 
 
 /// The upstream release whose `ServerResult` the module's table was read
 /// from.
+#[cfg(test)]
 const TABLE_READ_FOR: &str = "3.11.0";
 
 /// The keys a response message may have for the shortcut to apply.
