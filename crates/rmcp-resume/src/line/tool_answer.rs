@@ -29,14 +29,15 @@
 //! | `ElicitResult` | `action` |
 //! | `GetTaskResult` | `taskId` (its task is flattened) |
 //!
-//! **Why the value is the same.** The shortcut parses the message twice:
-//! 1. As a [`Value`], for its keys and its result's keys, with escapes
-//!    decoded as serde decodes a field's name. This parse refuses what
-//!    serde's buffer refuses (nesting depth, number range, string escapes),
-//!    although the second parse already does in every place the shortcut
-//!    admits.
+//! **Why the value is the same.** The shortcut reads the message twice:
+//! 1. Its keys and its result's keys, with escapes decoded as serde decodes
+//!    a field's name, and the values skipped. The scan stops at the first
+//!    key outside the sets, so another kind of response costs little more
+//!    than upstream's parse.
 //! 2. Straight into `JsonRpcResponse<CallToolResult>`, through upstream's own
-//!    `Deserialize` impls.
+//!    `Deserialize` impls. With the keys known, this parse skips no value,
+//!    so it refuses what serde's buffer refuses (nesting depth, number
+//!    range, string escapes) wherever the first pass skipped it.
 //!
 //! What needs showing is one direction only: when the direct parse gives a
 //! value, upstream's buffered parse gives the same one. Where the buffered
@@ -64,8 +65,10 @@
 //! the shortcut stays off. `tests` compare the two paths on generated
 //! messages (see `every_message_parses_as_upstream_parses_it`).
 
+use std::fmt;
 use std::sync::OnceLock;
 
+use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, Visitor};
 use serde_json::Value;
 
 use crate::model::{
@@ -77,6 +80,10 @@ use crate::model::{
 /// so with it a result can be one of them: `resultType` and a subscription
 /// id in `_meta` make a `SubscriptionsListenResult`.
 pub(crate) const TOOL_RESULT_KEYS: [&str; 4] = ["content", "structuredContent", "isError", "_meta"];
+
+/// How many of [`TOOL_RESULT_KEYS`], from the first, are `CallToolResult`'s
+/// own fields, of which it needs one (`_meta` does not count).
+const TOOL_RESULT_FIELDS: usize = 3;
 
 /// The upstream release whose `ServerResult` the module's table was read
 /// from.
@@ -100,11 +107,7 @@ pub(crate) fn parse_response(data: &str) -> serde_json::Result<ServerJsonRpcMess
 
 /// The message, if the shortcut applies to it and both passes succeed.
 fn tool_answer(data: &str) -> Option<ServerJsonRpcMessage> {
-    if !numbers_are_plain() {
-        return None;
-    }
-    let checked: Value = serde_json::from_str(data).ok()?;
-    if !has_tool_answer_shape(&checked) {
+    if !numbers_are_plain() || !has_tool_answer_shape(data) {
         return None;
     }
     let response: JsonRpcResponse<CallToolResult> = serde_json::from_str(data).ok()?;
@@ -116,26 +119,127 @@ fn tool_answer(data: &str) -> Option<ServerJsonRpcMessage> {
 }
 
 /// Whether the message's keys, and its result's, leave `CallToolResult` as
-/// the first variant that can fit (see the module's table).
-fn has_tool_answer_shape(message: &Value) -> bool {
-    let Some(message) = message.as_object() else {
-        return false;
-    };
-    if message.len() != RESPONSE_KEYS.len()
-        || !message
-            .keys()
-            .all(|key| RESPONSE_KEYS.contains(&key.as_str()))
-    {
-        return false;
+/// the first variant that can fit (see the module's table): each of
+/// [`RESPONSE_KEYS`] once, and a result that is an object with each of its
+/// keys in [`TOOL_RESULT_KEYS`], at most once, one of them a field of a
+/// tool's result.
+fn has_tool_answer_shape(data: &str) -> bool {
+    let mut json = serde_json::Deserializer::from_str(data);
+    let message = de::Deserializer::deserialize_map(&mut json, MessageKeys);
+    message.is_ok_and(|seen| seen.is_all(RESPONSE_KEYS.len())) && json.end().is_ok()
+}
+
+/// The keys a map has shown so far, as indices into its key list.
+#[derive(Clone, Copy, Default)]
+struct Seen(u8);
+
+impl Seen {
+    /// Adds a key, refusing it if it came before: upstream's parse refuses
+    /// a repeated field, and the second pass would too, but a repeated key
+    /// says at once that this is not for the shortcut.
+    fn add<E: de::Error>(&mut self, index: usize) -> Result<(), E> {
+        let bit = 1u8 << index;
+        if self.0 & bit != 0 {
+            return Err(E::custom("a repeated key"));
+        }
+        self.0 |= bit;
+        Ok(())
     }
-    message
-        .get("result")
-        .and_then(Value::as_object)
-        .is_some_and(|result| {
-            result
-                .keys()
-                .all(|key| TOOL_RESULT_KEYS.contains(&key.as_str()))
-        })
+
+    fn is_all(self, count: usize) -> bool {
+        u32::from(self.0) == (1u32 << count) - 1
+    }
+
+    /// Whether any of the first `count` keys was seen.
+    fn any(self, count: usize) -> bool {
+        u32::from(self.0) & ((1u32 << count) - 1) != 0
+    }
+}
+
+/// A map key, as its index in `0`, or an error if it is not there.
+struct KeyIn(&'static [&'static str]);
+
+impl<'de> DeserializeSeed<'de> for KeyIn {
+    type Value = usize;
+
+    fn deserialize<D: de::Deserializer<'de>>(self, deserializer: D) -> Result<usize, D::Error> {
+        deserializer.deserialize_identifier(self)
+    }
+}
+
+impl Visitor<'_> for KeyIn {
+    type Value = usize;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "one of {:?}", self.0)
+    }
+
+    fn visit_str<E: de::Error>(self, key: &str) -> Result<usize, E> {
+        self.0
+            .iter()
+            .position(|known| *known == key)
+            .ok_or_else(|| E::custom("a key outside the shortcut's set"))
+    }
+}
+
+/// The message's keys: `result`'s are read by [`ResultKeys`], the other
+/// values skipped.
+struct MessageKeys;
+
+impl<'de> Visitor<'de> for MessageKeys {
+    type Value = Seen;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON-RPC response object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Seen, A::Error> {
+        let mut seen = Seen::default();
+        while let Some(index) = map.next_key_seed(KeyIn(&RESPONSE_KEYS))? {
+            seen.add(index)?;
+            if RESPONSE_KEYS[index] == "result" {
+                map.next_value_seed(ResultKeys)?;
+            } else {
+                map.next_value::<IgnoredAny>()?;
+            }
+        }
+        Ok(seen)
+    }
+}
+
+/// A result's keys, its values skipped; anything but an object is refused.
+struct ResultKeys;
+
+impl<'de> DeserializeSeed<'de> for ResultKeys {
+    type Value = ();
+
+    fn deserialize<D: de::Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+        deserializer.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for ResultKeys {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a result object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        let mut seen = Seen::default();
+        while let Some(index) = map.next_key_seed(KeyIn(&TOOL_RESULT_KEYS))? {
+            seen.add(index)?;
+            map.next_value::<IgnoredAny>()?;
+        }
+        // `CallToolResult` refuses a result without `content`,
+        // `structuredContent` or `isError`; such a result (an empty one, an
+        // acknowledgement) goes to upstream's parse without the second pass.
+        if seen.any(TOOL_RESULT_FIELDS) {
+            Ok(())
+        } else {
+            Err(de::Error::custom("no field of a tool's result"))
+        }
+    }
 }
 
 /// Whether serde_json reads numbers as plain `u64`, `i64` and `f64`, that

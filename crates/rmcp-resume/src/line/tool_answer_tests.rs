@@ -386,8 +386,8 @@ fn a_repeated_key_is_judged_as_upstream_judges_it() {
     assert_eq!(result.structured_content, Some(serde_json::json!({"a": 2})));
 }
 
-/// A value that serde's buffer refuses, inside a content block, is refused
-/// by both paths.
+/// A value that serde's buffer refuses, inside a content block or under a
+/// key the shortcut does not admit, is refused by both paths.
 #[test]
 fn what_upstreams_buffer_refuses_is_refused() {
     let deep = format!("{}{}", "[".repeat(130), "]".repeat(130));
@@ -399,6 +399,8 @@ fn what_upstreams_buffer_refuses_is_refused() {
             .to_owned(),
         r#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"a","other":"\ud800"}]}}"#
             .to_owned(),
+        r#"{"jsonrpc":"2.0","id":1,"result":{"content":[]},"other":1e400}"#.to_owned(),
+        r#"{"jsonrpc":"2.0","id":1,"result":{"content":[]},"other":"\ud800"}"#.to_owned(),
     ] {
         assert!(serde_json::from_str::<ServerJsonRpcMessage>(&data).is_err());
         assert!(!assert_parses_as_upstream(&data), "{data}");
