@@ -10,7 +10,8 @@
 //!
 //! **When the shortcut applies.** The message is an object whose only keys
 //! are `jsonrpc`, `id` and `result`. `result` is an object whose keys are
-//! some of [`TOOL_RESULT_KEYS`]. Each earlier variant of `ServerResult`
+//! some of [`TOOL_RESULT_KEYS`], one of them a field `CallToolResult` needs
+//! one of (`_meta` is not). Each earlier variant of `ServerResult`
 //! needs a key outside that set, so none of them can fit. A derived
 //! `Deserialize` fills a missing field only through its type's
 //! `deserialize_option` (an `Option`) or a default, and each needed field
