@@ -33,8 +33,10 @@
 //! **Why the value is the same.** The shortcut reads the message twice:
 //! 1. Its keys and its result's keys, with escapes decoded as serde decodes
 //!    a field's name, and the values skipped. The scan stops at the first
-//!    key outside the sets, so another kind of response costs little more
-//!    than upstream's parse.
+//!    key outside the sets, at a repeated key, or at a result that is not
+//!    an object, so another kind of response costs little more than
+//!    upstream's parse. A result without `content`, `structuredContent` or
+//!    `isError` is refused after its keys.
 //! 2. Straight into `JsonRpcResponse<CallToolResult>`, through upstream's own
 //!    `Deserialize` impls. With the keys known, this parse skips no value,
 //!    so it refuses what serde's buffer refuses (nesting depth, number
@@ -134,10 +136,14 @@ fn has_tool_answer_shape(data: &str) -> bool {
 #[derive(Clone, Copy, Default)]
 struct Seen(u8);
 
+// `Seen` holds one bit per key of either list.
+const _: () = assert!(RESPONSE_KEYS.len() <= 8 && TOOL_RESULT_KEYS.len() <= 8);
+
 impl Seen {
-    /// Adds a key, refusing it if it came before: upstream's parse refuses
-    /// a repeated field, and the second pass would too, but a repeated key
-    /// says at once that this is not for the shortcut.
+    /// Adds a key, refusing it if it came before. The second pass would
+    /// refuse a repeated field, and upstream's parse may still accept the
+    /// message as a later variant (a result with `content` twice becomes a
+    /// `CustomResult`), so a repeated key is upstream's to parse.
     fn add<E: de::Error>(&mut self, index: usize) -> Result<(), E> {
         let bit = 1u8 << index;
         if self.0 & bit != 0 {
@@ -157,7 +163,8 @@ impl Seen {
     }
 }
 
-/// A map key, as its index in `0`, or an error if it is not there.
+/// A map key, as its index in the list this holds, or an error if the list
+/// does not have it.
 struct KeyIn(&'static [&'static str]);
 
 impl<'de> DeserializeSeed<'de> for KeyIn {

@@ -364,8 +364,9 @@ fn an_ordinary_answer_takes_the_shortcut() {
     assert!(assert_parses_as_upstream(data));
 }
 
-/// A key twice in a typed place is refused by both paths; twice in a
-/// `Value`, the last one wins on both.
+/// A key twice in a typed place is upstream's to parse: a second `id`
+/// fails the message, a second `content` or block field makes the result a
+/// later variant. Twice in a `Value`, the last one wins on both paths.
 #[test]
 fn a_repeated_key_is_judged_as_upstream_judges_it() {
     for data in [
@@ -386,8 +387,9 @@ fn a_repeated_key_is_judged_as_upstream_judges_it() {
     assert_eq!(result.structured_content, Some(serde_json::json!({"a": 2})));
 }
 
-/// A value that serde's buffer refuses, inside a content block or under a
-/// key the shortcut does not admit, is refused by both paths.
+/// A value that serde's buffer refuses is refused by both paths: under each
+/// key the shortcut admits (which its first pass skips, so its second must
+/// read it), inside a content block, and under a key it does not admit.
 #[test]
 fn what_upstreams_buffer_refuses_is_refused() {
     let deep = format!("{}{}", "[".repeat(130), "]".repeat(130));
@@ -400,6 +402,11 @@ fn what_upstreams_buffer_refuses_is_refused() {
         r#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"a","other":"\ud800"}]}}"#
             .to_owned(),
         r#"{"jsonrpc":"2.0","id":1,"result":{"content":[]},"other":1e400}"#.to_owned(),
+        r#"{"jsonrpc":"\ud800","id":1,"result":{"content":[]}}"#.to_owned(),
+        r#"{"jsonrpc":"2.0","id":1e400,"result":{"content":[]}}"#.to_owned(),
+        format!(r#"{{"jsonrpc":"2.0","id":1,"result":{{"structuredContent":{deep}}}}}"#),
+        r#"{"jsonrpc":"2.0","id":1,"result":{"isError":true,"_meta":{"a":1e400}}}"#.to_owned(),
+        r#"{"jsonrpc":"2.0","id":1,"result":{"isError":true,"_meta":{"a":"\ud800"}}}"#.to_owned(),
         r#"{"jsonrpc":"2.0","id":1,"result":{"content":[]},"other":"\ud800"}"#.to_owned(),
     ] {
         assert!(serde_json::from_str::<ServerJsonRpcMessage>(&data).is_err());
