@@ -291,11 +291,6 @@ mod server {
 ))]
 #[path = "tool_answer.rs"]
 mod tool_answer;
-#[cfg(all(
-    any(feature = "client", feature = "server"),
-    feature = "transport-streamable-http-client"
-))]
-pub(crate) use tool_answer::parse_response;
 
 #[cfg(all(
     any(feature = "client", feature = "server"),
@@ -308,6 +303,7 @@ pub(crate) use client::*;
     feature = "transport-streamable-http-client"
 ))]
 mod client {
+    pub(crate) use super::tool_answer::parse_response;
     use std::collections::HashMap;
     use std::sync::Arc;
 
