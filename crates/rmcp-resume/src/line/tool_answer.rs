@@ -10,7 +10,7 @@
 //!
 //! **When the shortcut applies.** The message is an object whose only keys
 //! are `jsonrpc`, `id` and `result`. `result` is an object whose keys are
-//! some of [`TOOL_RESULT_KEYS`], one of them a field `CallToolResult` needs
+//! some of those of `ResultKey`, one of them a field `CallToolResult` needs
 //! one of (`_meta` is not). Each earlier variant of `ServerResult`
 //! needs a key outside that set, so none of them can fit. A derived
 //! `Deserialize` fills a missing field only through its type's
@@ -71,6 +71,7 @@
 use std::fmt;
 use std::sync::OnceLock;
 
+use serde::Deserialize;
 use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, Visitor};
 use serde_json::Value;
 
@@ -81,20 +82,32 @@ use crate::model::{
 /// The keys a result may have for the shortcut to apply: `CallToolResult`'s
 /// own fields, without `resultType`. Three earlier variants need that key,
 /// so with it a result can be one of them: `resultType` and a subscription
-/// id in `_meta` make a `SubscriptionsListenResult`.
-pub(crate) const TOOL_RESULT_KEYS: [&str; 4] = ["content", "structuredContent", "isError", "_meta"];
+/// id in `_meta` make a `SubscriptionsListenResult`. Any other key fails
+/// the scan. `Meta` comes last: `CallToolResult` needs one of the others.
+#[derive(Clone, Copy, Deserialize)]
+#[serde(field_identifier, rename_all = "camelCase")]
+enum ResultKey {
+    Content,
+    StructuredContent,
+    IsError,
+    #[serde(rename = "_meta")]
+    Meta,
+}
 
-/// How many of [`TOOL_RESULT_KEYS`], from the first, are `CallToolResult`'s
-/// own fields, of which it needs one (`_meta` does not count).
-const TOOL_RESULT_FIELDS: usize = 3;
+/// The keys a response message must have, each once, for the shortcut to
+/// apply. Any other key fails the scan.
+#[derive(Clone, Copy, Deserialize)]
+#[serde(field_identifier, rename_all = "lowercase")]
+enum MessageKey {
+    Jsonrpc,
+    Id,
+    Result,
+}
 
 /// The upstream release whose `ServerResult` the module's table was read
 /// from.
 #[cfg(test)]
 const TABLE_READ_FOR: &str = "3.11.0";
-
-/// The keys a response message may have for the shortcut to apply.
-const RESPONSE_KEYS: [&str; 3] = ["jsonrpc", "id", "result"];
 
 /// Parses a frame the guard's probe judged a response, giving what
 /// `serde_json::from_str::<ServerJsonRpcMessage>` gives, and reads a tool
@@ -122,71 +135,40 @@ fn tool_answer(data: &str) -> Option<ServerJsonRpcMessage> {
 }
 
 /// Whether the message's keys, and its result's, leave `CallToolResult` as
-/// the first variant that can fit (see the module's table): each of
-/// [`RESPONSE_KEYS`] once, and a result that is an object with each of its
-/// keys in [`TOOL_RESULT_KEYS`], at most once, one of them a field of a
-/// tool's result.
+/// the first variant that can fit (see the module's table): each
+/// `MessageKey` once, and a result that is an object whose keys are
+/// `ResultKey`s, each at most once, one of them a field of a tool's result.
 fn has_tool_answer_shape(data: &str) -> bool {
     let mut json = serde_json::Deserializer::from_str(data);
     let message = de::Deserializer::deserialize_map(&mut json, MessageKeys);
-    message.is_ok_and(|seen| seen.is_all(RESPONSE_KEYS.len())) && json.end().is_ok()
+    let all = Seen::default()
+        .with(MessageKey::Jsonrpc as u8)
+        .with(MessageKey::Id as u8)
+        .with(MessageKey::Result as u8);
+    message.is_ok_and(|seen| seen == all) && json.end().is_ok()
 }
 
-/// The keys a map has shown so far, as indices into its key list.
-#[derive(Clone, Copy, Default)]
+/// The keys a map has shown so far, one bit per variant of its key enum
+/// (each has fewer than eight).
+#[derive(Clone, Copy, Default, PartialEq, Eq)]
 struct Seen(u8);
 
-// `Seen` holds one bit per key of either list.
-const _: () = assert!(RESPONSE_KEYS.len() <= 8 && TOOL_RESULT_KEYS.len() <= 8);
-
 impl Seen {
+    fn with(self, key: u8) -> Self {
+        Self(self.0 | 1 << key)
+    }
+
     /// Adds a key, refusing it if it came before. The second pass would
     /// refuse a repeated field, and upstream's parse may still accept the
     /// message as a later variant (a result with `content` twice becomes a
     /// `CustomResult`), so a repeated key is upstream's to parse.
-    fn add<E: de::Error>(&mut self, index: usize) -> Result<(), E> {
-        let bit = 1u8 << index;
-        if self.0 & bit != 0 {
+    fn add<E: de::Error>(&mut self, key: u8) -> Result<(), E> {
+        let added = self.with(key);
+        if added == *self {
             return Err(E::custom("a repeated key"));
         }
-        self.0 |= bit;
+        *self = added;
         Ok(())
-    }
-
-    fn is_all(self, count: usize) -> bool {
-        u32::from(self.0) == (1u32 << count) - 1
-    }
-
-    /// Whether any of the first `count` keys was seen.
-    fn any(self, count: usize) -> bool {
-        u32::from(self.0) & ((1u32 << count) - 1) != 0
-    }
-}
-
-/// A map key, as its index in the list this holds, or an error if the list
-/// does not have it.
-struct KeyIn(&'static [&'static str]);
-
-impl<'de> DeserializeSeed<'de> for KeyIn {
-    type Value = usize;
-
-    fn deserialize<D: de::Deserializer<'de>>(self, deserializer: D) -> Result<usize, D::Error> {
-        deserializer.deserialize_identifier(self)
-    }
-}
-
-impl Visitor<'_> for KeyIn {
-    type Value = usize;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "one of {:?}", self.0)
-    }
-
-    fn visit_str<E: de::Error>(self, key: &str) -> Result<usize, E> {
-        self.0
-            .iter()
-            .position(|known| *known == key)
-            .ok_or_else(|| E::custom("a key outside the shortcut's set"))
     }
 }
 
@@ -203,12 +185,13 @@ impl<'de> Visitor<'de> for MessageKeys {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Seen, A::Error> {
         let mut seen = Seen::default();
-        while let Some(index) = map.next_key_seed(KeyIn(&RESPONSE_KEYS))? {
-            seen.add(index)?;
-            if RESPONSE_KEYS[index] == "result" {
-                map.next_value_seed(ResultKeys)?;
-            } else {
-                map.next_value::<IgnoredAny>()?;
+        while let Some(key) = map.next_key::<MessageKey>()? {
+            seen.add(key as u8)?;
+            match key {
+                MessageKey::Result => map.next_value_seed(ResultKeys)?,
+                MessageKey::Jsonrpc | MessageKey::Id => {
+                    map.next_value::<IgnoredAny>()?;
+                }
             }
         }
         Ok(seen)
@@ -235,14 +218,14 @@ impl<'de> Visitor<'de> for ResultKeys {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
         let mut seen = Seen::default();
-        while let Some(index) = map.next_key_seed(KeyIn(&TOOL_RESULT_KEYS))? {
-            seen.add(index)?;
+        while let Some(key) = map.next_key::<ResultKey>()? {
+            seen.add(key as u8)?;
             map.next_value::<IgnoredAny>()?;
         }
         // `CallToolResult` refuses a result without `content`,
         // `structuredContent` or `isError`; such a result (an empty one, an
         // acknowledgement) goes to upstream's parse without the second pass.
-        if seen.any(TOOL_RESULT_FIELDS) {
+        if seen != Seen::default() && seen != Seen::default().with(ResultKey::Meta as u8) {
             Ok(())
         } else {
             Err(de::Error::custom("no field of a tool's result"))
