@@ -10,8 +10,8 @@
 //!
 //! **When the shortcut applies.** The message is an object whose only keys
 //! are `jsonrpc`, `id` and `result`. `result` is an object whose keys are
-//! some of those of `ResultKey`, one of them a field `CallToolResult` needs
-//! one of (`_meta` is not). Each earlier variant of `ServerResult`
+//! among `content`, `structuredContent`, `isError` and `_meta` (`ResultKey`),
+//! with one of the first three. Each earlier variant of `ServerResult`
 //! needs a key outside that set, so none of them can fit. A derived
 //! `Deserialize` fills a missing field only through its type's
 //! `deserialize_option` (an `Option`) or a default, and each needed field
