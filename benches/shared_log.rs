@@ -10,7 +10,9 @@
 //!   clients, each with its own session.
 //!
 //! The shared log runs twice, on a Redis reached over a Unix socket and on
-//! one reached over 127.0.0.1 TCP.
+//! one reached over 127.0.0.1 TCP. `calls/s` also runs it on a log that
+//! takes every commit at once ([`null_log`]): the mirror alone, which
+//! splits the shared log's cost between the mirror and the backend.
 //!
 //! Each figure is the median of interleaved rounds; the ratios are against
 //! the in-process log of the same run. Results go to
@@ -27,6 +29,9 @@ use rmcp_resume_testkit::redis::RedisServer;
 use rmcp_resume_testkit::server::{Served, Side, TestServer};
 use serde_json::json;
 
+#[path = "shared_log/null_log.rs"]
+mod null_log;
+
 type AnyResult<T> = anyhow::Result<T>;
 
 /// The three ways a server keeps its replay history.
@@ -36,6 +41,8 @@ enum Backend {
     Redis,
     RedisTcp,
     EventStore,
+    /// The mirror alone: a shared log that takes every commit at once.
+    Mirror,
 }
 
 impl Backend {
@@ -52,6 +59,7 @@ impl Backend {
             Self::Redis => "Redis shared log (Unix socket)",
             Self::RedisTcp => "Redis shared log (127.0.0.1 TCP)",
             Self::EventStore => "upstream EventStore (memory)",
+            Self::Mirror => "mirror alone (a shared log that commits at once)",
         }
     }
 }
@@ -63,6 +71,7 @@ struct Servers {
     tcp_a: Served,
     tcp_b: Served,
     store: Served,
+    mirror: Served,
 }
 
 const EVENTS: u32 = 2_000;
@@ -97,6 +106,10 @@ async fn servers(redis: &RedisServer, tcp: &RedisServer) -> AnyResult<Servers> {
             .event_store(Arc::new(MemoryEventStore::default()))
             .serve()
             .await?,
+        mirror: base()
+            .shared_log(Arc::new(null_log::NullLog::default()))
+            .serve()
+            .await?,
     })
 }
 
@@ -107,6 +120,7 @@ impl Servers {
             Backend::Redis => &self.redis_a.url,
             Backend::RedisTcp => &self.tcp_a.url,
             Backend::EventStore => &self.store.url,
+            Backend::Mirror => &self.mirror.url,
         }
     }
 
@@ -210,13 +224,14 @@ async fn main() -> AnyResult<()> {
     // clients, three windows of 5 s in a row (the later ones on a log that
     // holds the earlier ones' calls), for a profiler attached to this
     // process and to `redis-server`. BACKEND is `redis` (the default),
-    // `tcp` or `local`.
+    // `tcp`, `local` or `mirror`.
     let args: Vec<String> = std::env::args().collect();
     if let Some(i) = args.iter().position(|a| a == "--profile-calls") {
         let clients = args.get(i + 1).and_then(|n| n.parse().ok()).unwrap_or(16);
         let backend = match args.get(i + 2).map(String::as_str) {
             Some("local") => Backend::InProcess,
             Some("tcp") => Backend::RedisTcp,
+            Some("mirror") => Backend::Mirror,
             _ => Backend::Redis,
         };
         for _ in 0..3 {
@@ -247,17 +262,22 @@ async fn main() -> AnyResult<()> {
         }
     }
     // Interleaved rounds, each backend's median.
+    const RATED: [Backend; 4] = [
+        Backend::InProcess,
+        Backend::Mirror,
+        Backend::Redis,
+        Backend::RedisTcp,
+    ];
     let mut throughput = Vec::new();
     for clients in [1, 16, 64] {
-        let mut rates: [Vec<f64>; 3] = Default::default();
+        let mut rates: [Vec<f64>; 4] = Default::default();
         for round in 0..rounds {
-            for k in (0..3).map(|k| (k + round) % 3) {
-                let backend = [Backend::InProcess, Backend::Redis, Backend::RedisTcp][k];
-                rates[k].push(calls_per_second(servers.owner(backend), clients, window).await?);
+            for k in (0..RATED.len()).map(|k| (k + round) % RATED.len()) {
+                rates[k].push(calls_per_second(servers.owner(RATED[k]), clients, window).await?);
             }
         }
-        let [local, unix, tcp] = rates.map(median);
-        throughput.push((clients, local, unix, tcp));
+        let [local, mirror, unix, tcp] = rates.map(median);
+        throughput.push((clients, local, mirror, unix, tcp));
     }
 
     let base_event = median(per_event[0].1.clone());
@@ -279,12 +299,13 @@ async fn main() -> AnyResult<()> {
     }
     println!();
     println!(
-        "| Clients | in-process calls/s | Redis (Unix socket) calls/s | ratio | Redis (TCP) calls/s | ratio |"
+        "| Clients | in-process calls/s | mirror alone calls/s | ratio | Redis (Unix socket) calls/s | ratio | Redis (TCP) calls/s | ratio |"
     );
-    println!("|---|---|---|---|---|---|");
-    for (clients, local, unix, tcp) in &throughput {
+    println!("|---|---|---|---|---|---|---|---|");
+    for (clients, local, mirror, unix, tcp) in &throughput {
         println!(
-            "| {clients} | {local:.0} | {unix:.0} | {:.2}× | {tcp:.0} | {:.2}× |",
+            "| {clients} | {local:.0} | {mirror:.0} | {:.2}× | {unix:.0} | {:.2}× | {tcp:.0} | {:.2}× |",
+            mirror / local,
             unix / local,
             tcp / local
         );
@@ -293,7 +314,7 @@ async fn main() -> AnyResult<()> {
         "rounds": rounds,
         "events": EVENTS,
         "per_event": rows,
-        "throughput": throughput.iter().map(|(c, l, u, t)| json!({ "clients": c, "in_process": l, "redis_unix": u, "redis_tcp": t })).collect::<Vec<_>>(),
+        "throughput": throughput.iter().map(|(c, l, m, u, t)| json!({ "clients": c, "in_process": l, "mirror_alone": m, "redis_unix": u, "redis_tcp": t })).collect::<Vec<_>>(),
     });
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target/bench-report");
     std::fs::create_dir_all(&dir)?;
