@@ -34,7 +34,7 @@ mod null_log;
 
 type AnyResult<T> = anyhow::Result<T>;
 
-/// The three ways a server keeps its replay history.
+/// The ways a server keeps its replay history, and the mirror alone.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Backend {
     InProcess,
@@ -197,6 +197,10 @@ async fn calls_per_second(url: &str, clients: usize, window: Duration) -> AnyRes
                 SseReader::new(response).collect().await?;
                 calls += 1;
             }
+            // Ended, so that a window's sessions do not renew their leases
+            // through the next windows, whichever backend those measure.
+            let ended = session.delete().await?.status();
+            anyhow::ensure!(ended.is_success(), "DELETE: {ended}");
             AnyResult::Ok(calls)
         })
     });

@@ -13,11 +13,15 @@ use rmcp_resume_core::resumption::{StreamId, StreamLookup};
 use rmcp_resume_core::shared::{
     MirrorOp, Ownership, SharedEvent, SharedLog, SharedLogError, SharedSnapshot,
 };
+use rmcp_resume_redis::RedisLogConfig;
 
 /// See the [module docs](self). It holds nothing, so a read finds no
 /// stream and a tail ends at once: only an owner's own calls measure it.
 #[derive(Debug, Default)]
 pub struct NullLog {
+    /// One counter for every session: stream numbers need only be unique
+    /// within a session, and Redis counts per session, so ids here run a
+    /// digit or two longer, a few bytes a frame.
     next_stream: AtomicU64,
 }
 
@@ -92,6 +96,6 @@ impl SharedLog for NullLog {
 
     /// As often as the Redis log renews with its default lease.
     fn renew_every(&self) -> Duration {
-        Duration::from_secs(10) / 3
+        RedisLogConfig::default().lease / 3
     }
 }

@@ -19,7 +19,11 @@ use redis::aio::{
 };
 use redis::cluster::ClusterClient;
 use redis::cluster_async::ClusterConnection;
-use redis::{AsyncConnectionConfig, Client, Cmd, Pipeline, RedisFuture, RedisResult, Value};
+use redis::io::tcp::TcpSettings;
+use redis::{
+    AsyncConnectionConfig, Client, Cmd, ConnectionInfo, IntoConnectionInfo, Pipeline, RedisFuture,
+    RedisResult, Value,
+};
 
 /// How long connecting to one node may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
@@ -43,7 +47,7 @@ pub(crate) enum Backend {
 impl Backend {
     /// One Redis at `url`.
     pub(crate) fn single(url: &str) -> RedisResult<Self> {
-        Ok(Self::Single(Client::open(url)?))
+        Ok(Self::Single(Client::open(connection_info(url)?)?))
     }
 
     /// A cluster, found from any of `nodes` (each a `redis://host:port`
@@ -100,7 +104,21 @@ fn cluster_client(nodes: &[String], response: Duration) -> RedisResult<ClusterCl
     ClusterClient::builder(nodes.iter().cloned())
         .connection_timeout(CONNECT_TIMEOUT)
         .response_timeout(response)
+        .tcp_settings(tcp_settings())
         .build()
+}
+
+/// `url` with this crate's TCP settings (a Unix socket has none).
+fn connection_info(url: &str) -> RedisResult<ConnectionInfo> {
+    Ok(url.into_connection_info()?.set_tcp_settings(tcp_settings()))
+}
+
+/// `TCP_NODELAY` on, which redis-rs leaves off. Commands from many tasks
+/// share one connection: with Nagle's algorithm, a small command written
+/// while an earlier write is unacknowledged waits for that acknowledgement,
+/// which the peer may delay (up to 40 ms on Linux).
+fn tcp_settings() -> TcpSettings {
+    TcpSettings::default().set_nodelay(true)
 }
 
 /// A connection to one Redis or to a cluster; commands and scripts run on
@@ -143,5 +161,16 @@ impl ConnectionLike for Connection {
             Self::Multiplexed(conn) => conn.get_db(),
             Self::Cluster(conn) => conn.get_db(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::connection_info;
+
+    #[test]
+    fn tcp_connections_disable_nagle() {
+        let info = connection_info("redis://127.0.0.1:6379/0").expect("a valid url");
+        assert!(info.tcp_settings().nodelay());
     }
 }
