@@ -83,7 +83,7 @@ use crate::model::{
 /// own fields, without `resultType`. Three earlier variants need that key,
 /// so with it a result can be one of them: `resultType` and a subscription
 /// id in `_meta` make a `SubscriptionsListenResult`. Any other key fails
-/// the scan. `Meta` comes last: `CallToolResult` needs one of the others.
+/// the scan. `CallToolResult` needs one of the keys other than `_meta`.
 #[derive(Clone, Copy, Deserialize)]
 #[serde(field_identifier, rename_all = "camelCase")]
 enum ResultKey {
@@ -218,14 +218,16 @@ impl<'de> Visitor<'de> for ResultKeys {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
         let mut seen = Seen::default();
+        let mut tool_field = false;
         while let Some(key) = map.next_key::<ResultKey>()? {
             seen.add(key as u8)?;
+            tool_field |= !matches!(key, ResultKey::Meta);
             map.next_value::<IgnoredAny>()?;
         }
         // `CallToolResult` refuses a result without `content`,
         // `structuredContent` or `isError`; such a result (an empty one, an
         // acknowledgement) goes to upstream's parse without the second pass.
-        if seen != Seen::default() && seen != Seen::default().with(ResultKey::Meta as u8) {
+        if tool_field {
             Ok(())
         } else {
             Err(de::Error::custom("no field of a tool's result"))
