@@ -8,8 +8,14 @@
 
 use std::time::Duration;
 
+use std::sync::Arc;
+
 use redis::aio::{ConnectionLike, MultiplexedConnection};
 use redis::cluster_async::ClusterConnection;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use super::history::{Answer, Observation, Probe, Question, Recorder};
 
 /// The key prefix the `server` example uses (`RedisLogConfig`'s default).
 pub const PREFIX: &str = "rmcp-resume";
@@ -37,6 +43,8 @@ impl Target {
 }
 
 /// A connection of the checker's own: to one Redis, or routed by slot.
+/// Clones share it (both kinds multiplex).
+#[derive(Clone)]
 pub enum Conn {
     /// One Redis.
     Single(MultiplexedConnection),
@@ -190,6 +198,136 @@ pub async fn session_known(conn: &mut Conn, session: &str) -> anyhow::Result<(bo
     let epoch: bool = ask(conn, redis::cmd("EXISTS").arg(format!("{base}epoch"))).await?;
     let gone: bool = ask(conn, redis::cmd("EXISTS").arg(format!("{base}gone"))).await?;
     Ok((epoch, gone))
+}
+
+/// The session's epoch (how many owners it has had, takeovers included),
+/// if Redis knows it.
+pub async fn epoch(conn: &mut Conn, session: &str) -> anyhow::Result<Option<u64>> {
+    ask(
+        conn,
+        redis::cmd("GET").arg(format!("{PREFIX}:{{{session}}}:epoch")),
+    )
+    .await
+}
+
+/// The `floor` field of a stream's state (`None`: no state for it).
+pub async fn stream_floor(
+    conn: &mut Conn,
+    session: &str,
+    stream: Option<u64>,
+) -> anyhow::Result<Option<u64>> {
+    ask(
+        conn,
+        redis::cmd("HGET")
+            .arg(format!("{PREFIX}:{{{session}}}:m:{}", stream_field(stream)))
+            .arg("floor"),
+    )
+    .await
+}
+
+/// How many reads the live audit has in flight at once.
+const LIVE_READERS: usize = 4;
+/// How often one question is retried while Redis does not answer.
+const LIVE_TRIES: usize = 20;
+
+/// The live audit: answers each [`Probe`] the recorder hands it (an event
+/// a client received, a floor a refusal or notice claimed) by reading
+/// Redis at once, and records the answer with when it was asked. Runs
+/// until `finish` is cancelled, then answers what is already queued
+/// (within `drain`).
+///
+/// A question Redis does not answer (stopped, restarting) is asked again
+/// later: the answer is still evidence, since it is read after the client
+/// saw the step; only its chance of finding the event trimmed grows.
+pub async fn live(
+    target: Target,
+    probes: mpsc::UnboundedReceiver<Probe>,
+    rec: Recorder,
+    finish: CancellationToken,
+    drain: Duration,
+) {
+    let probes = Arc::new(tokio::sync::Mutex::new(probes));
+    let conn: Arc<tokio::sync::Mutex<Option<Conn>>> = Arc::default();
+    let mut readers = Vec::new();
+    for _ in 0..LIVE_READERS {
+        let (probes, conn, rec, finish, target) = (
+            probes.clone(),
+            conn.clone(),
+            rec.clone(),
+            finish.clone(),
+            target.clone(),
+        );
+        readers.push(tokio::spawn(async move {
+            let mut deadline: Option<tokio::time::Instant> = None;
+            loop {
+                let next = {
+                    let mut probes = probes.lock().await;
+                    if finish.is_cancelled() {
+                        let until =
+                            *deadline.get_or_insert_with(|| tokio::time::Instant::now() + drain);
+                        if tokio::time::Instant::now() >= until {
+                            return;
+                        }
+                        probes.try_recv().ok()
+                    } else {
+                        tokio::select! {
+                            next = probes.recv() => next,
+                            _ = finish.cancelled() => continue,
+                        }
+                    }
+                };
+                let Some((session, question)) = next else {
+                    if finish.is_cancelled() {
+                        return;
+                    }
+                    continue;
+                };
+                for _ in 0..LIVE_TRIES {
+                    let mut current = conn.lock().await.clone();
+                    if current.is_none() {
+                        current = connect_to(&target).await.ok();
+                        (*conn.lock().await).clone_from(&current);
+                    }
+                    let Some(mut c) = current else {
+                        tokio::time::sleep(Duration::from_millis(200)).await;
+                        continue;
+                    };
+                    let asked = rec.now();
+                    let answer = match &question {
+                        Question::Event { stream, index, .. } => {
+                            stored_event(&mut c, &session, *stream, *index)
+                                .await
+                                .map(Answer::Event)
+                        }
+                        Question::Floor { stream, .. } => stream_floor(&mut c, &session, *stream)
+                            .await
+                            .map(Answer::Floor),
+                    };
+                    match answer {
+                        Ok(answer) => {
+                            rec.observe(Observation {
+                                session: session.clone(),
+                                question: question.clone(),
+                                asked,
+                                answered: rec.now(),
+                                answer,
+                            });
+                            break;
+                        }
+                        Err(_) => {
+                            // A connection to a restarted Redis may be dead:
+                            // the next try opens a new one.
+                            *conn.lock().await = None;
+                            tokio::time::sleep(Duration::from_millis(200)).await;
+                        }
+                    }
+                }
+            }
+        }));
+    }
+    for reader in readers {
+        let _ = reader.await;
+    }
 }
 
 /// One stored event as Redis has it.

@@ -1,24 +1,41 @@
 //! The checker: what must hold of every client's history, and the
-//! anomalies where it does not.
+//! anomalies where it does not. It excuses nothing it cannot explain.
 //!
 //! 1. No event id is delivered twice on one chain (a stream and its
 //!    resumes), and ids never go back.
 //! 2. No silent gap: a chain's indices are contiguous unless a replay notice
 //!    (`complete:false`) with a floor covering the gap announced it, or the
 //!    resume was refused with a clear `400` whose floor is past the cursor.
-//! 3. Every call ends (its result, a JSON-RPC error, or a clear refusal)
-//!    within the lease plus the slack after its nominal end and after the
-//!    last fault that began before it ended.
-//! 4. Nothing was sent that Redis did not commit ([`commits`]).
+//!    Every floor claimed, in a notice or a `400`, is compared with the
+//!    floor the live audit reads from Redis just after ([`audits`]).
+//! 3. Every call ends within the lease plus the slack after its nominal end
+//!    and after the last fault that began before it ended, with its result,
+//!    or with an error the client can act on *and* a fault to explain it:
+//!    the instance-lost `-32603`, or a `503` with `Retry-After`. A `POST`
+//!    answered `200` whose stream carries no event is an anomaly of its own
+//!    (the client holds no cursor: the call's fate is unknowable), unless
+//!    its connection was broken by a fault of that instance or that link.
+//! 4. Nothing was sent that Redis did not commit, and nothing before it
+//!    committed it: each received event is read from Redis right after it
+//!    arrived ([`audits`]) and again at the end ([`commits`]).
 //! 5. No Redis connections leak (see the run).
+//! 6. The run did what it claims: every fault applied without error, each
+//!    kind switched on at least the minimum number of times, takeovers and
+//!    POST-first resumes happened ([`coverage`]).
 //!
-//! Where Redis lost a session's data after the session began — a single
-//! Redis's restart, or on a Redis Cluster a forced failover or a killed or
-//! stopped primary of the session's slot ([`lost_since`]) — a `404`, a
-//! `400` without a floor, and (rule 4) the session or an event missing
-//! from Redis are allowed for that session. After a restart rule 4 skips
-//! the session; after a cluster failover an event Redis holds must still be
-//! the one received (a lost index reused for another event is a mismatch).
+//! # Excuses
+//!
+//! A `404`, a `400` without a floor, a floor below a claimed one, and an
+//! event missing from (or different in) Redis are excused only by a fault
+//! that may have lost that session's data ([`Applied::lost`]: a single
+//! Redis's restart; on a cluster a lossy change of the primary of the
+//! session's slot), and only if that fault *began before* the refusal or
+//! the read that found the data gone, and ended after the data could have
+//! been written (the session's start; a call's events are written after
+//! the call began). A restart late in a run excuses nothing before it.
+//! An error or a `503` ending a call needs a fault under way during the
+//! call that could have cost its owner: one of an instance, or one that
+//! reached the session's keys ([`Applied::touches_keys`]).
 
 use std::collections::HashSet;
 use std::fmt;
@@ -27,9 +44,11 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::audit::{self, Stored, Target};
-use super::history::{Chain, ChainId, ChainKind, Entry, History, Ms, Outcome, Step, Via};
+use super::history::{
+    Answer, Chain, ChainId, ChainKind, Entry, History, Ms, Outcome, Question, ResumeMode, Step, Via,
+};
 use super::nemesis::Applied;
-use super::schedule::FaultKind;
+use super::schedule::{Fault, FaultKind};
 
 /// Where an anomaly is, with the history that led to it.
 #[derive(Debug, Clone)]
@@ -106,6 +125,51 @@ pub enum Anomaly {
         after: usize,
         clients: String,
     },
+    /// (3) A `POST` answered `200` whose stream ended with no event, and
+    /// no fault of that instance or link to explain it.
+    Empty200 { at: At, why: String },
+    /// (3) A call ended with a JSON-RPC error that is not the documented
+    /// instance-lost error, or with no fault during the call to explain it.
+    UnexplainedError { at: At, code: i64, message: String },
+    /// (3) A call ended refused with a 5xx that carried no `Retry-After`,
+    /// or with no fault during the call to explain it.
+    UnexplainedUnavailable {
+        at: At,
+        status: u16,
+        retry_after: bool,
+        body: String,
+    },
+    /// (4) An event Redis did not hold when the live audit read it, after
+    /// the client had received it: sent before it was committed.
+    Early {
+        at: At,
+        key: String,
+        index: u64,
+        received: Ms,
+        read: Ms,
+        floor: Option<u64>,
+    },
+    /// (2) A floor claimed in a notice or a `400` above the floor Redis
+    /// held when the live audit read it afterwards.
+    FloorDisagrees {
+        at: At,
+        key: String,
+        claimed: u64,
+        redis: u64,
+        read: Ms,
+    },
+    /// (6) A fault that did not apply (or heal) as scheduled.
+    FaultFailed {
+        start: Ms,
+        fault: String,
+        error: String,
+    },
+    /// (6) The run did less than it must to mean anything.
+    Coverage {
+        what: String,
+        wanted: usize,
+        got: usize,
+    },
 }
 
 impl Anomaly {
@@ -127,6 +191,13 @@ impl Anomaly {
             Anomaly::Mismatch { .. } => "mismatch",
             Anomaly::SessionErased { .. } => "session-erased",
             Anomaly::Leak { .. } => "leak",
+            Anomaly::Empty200 { .. } => "empty-200",
+            Anomaly::UnexplainedError { .. } => "unexplained-error",
+            Anomaly::UnexplainedUnavailable { .. } => "unexplained-unavailable",
+            Anomaly::Early { .. } => "early",
+            Anomaly::FloorDisagrees { .. } => "floor-disagrees",
+            Anomaly::FaultFailed { .. } => "fault-failed",
+            Anomaly::Coverage { .. } => "coverage",
         }
     }
 
@@ -146,8 +217,13 @@ impl Anomaly {
             | Anomaly::UnclearRefusal { at, .. }
             | Anomaly::NotCommitted { at, .. }
             | Anomaly::Mismatch { at, .. }
-            | Anomaly::SessionErased { at, .. } => Some(at),
-            Anomaly::Leak { .. } => None,
+            | Anomaly::SessionErased { at, .. }
+            | Anomaly::Empty200 { at, .. }
+            | Anomaly::UnexplainedError { at, .. }
+            | Anomaly::UnexplainedUnavailable { at, .. }
+            | Anomaly::Early { at, .. }
+            | Anomaly::FloorDisagrees { at, .. } => Some(at),
+            Anomaly::Leak { .. } | Anomaly::FaultFailed { .. } | Anomaly::Coverage { .. } => None,
         }
     }
 }
@@ -215,6 +291,53 @@ impl fmt::Display for Anomaly {
                 f,
                 "session {session} is gone from Redis (tombstone: {tombstone}) though no client deleted it and Redis kept its data"
             )?,
+            Anomaly::Empty200 { why, .. } => write!(
+                f,
+                "a POST answered 200 whose stream carried no event ({why}), no fault of its instance or link to explain it"
+            )?,
+            Anomaly::UnexplainedError { code, message, .. } => write!(
+                f,
+                "the call ended with JSON-RPC error {code} {message:?}, which no fault during the call explains"
+            )?,
+            Anomaly::UnexplainedUnavailable {
+                status,
+                retry_after,
+                body,
+                ..
+            } => write!(
+                f,
+                "the call ended refused with {status} (Retry-After: {}), which no fault during the call explains: {body}",
+                if *retry_after { "yes" } else { "none" }
+            )?,
+            Anomaly::Early {
+                key,
+                index,
+                received,
+                read,
+                floor,
+                ..
+            } => write!(
+                f,
+                "event {index} received at {received} ms, but {key} did not hold it at {read} ms (floor {floor:?}) and nothing lost it: sent before it was committed"
+            )?,
+            Anomaly::FloorDisagrees {
+                key,
+                claimed,
+                redis,
+                read,
+                ..
+            } => write!(
+                f,
+                "floor {claimed} claimed, but {key}'s floor was {redis} at {read} ms and nothing lost it"
+            )?,
+            Anomaly::FaultFailed {
+                start,
+                fault,
+                error,
+            } => write!(f, "at {start} ms, {fault}: {error}")?,
+            Anomaly::Coverage { what, wanted, got } => {
+                write!(f, "{what}: {got}, at least {wanted} wanted")?
+            }
             Anomaly::Leak {
                 baseline,
                 after,
@@ -256,18 +379,61 @@ pub struct Bounds {
     pub slack: Duration,
 }
 
-/// Whether Redis lost its data (a restart) at or after `t`.
-pub fn redis_lost_since(faults: &[Applied], t: Ms) -> bool {
+/// Whether a fault that may have lost `session`'s data explains data
+/// missing at `t`: it began before `t` and ended at or after `since`, when
+/// the data could first have been written.
+pub fn lost_between(faults: &[Applied], session: &str, since: Ms, t: Ms) -> bool {
     faults
         .iter()
-        .any(|f| f.fault.kind() == FaultKind::RedisRestart && f.end >= t)
+        .any(|f| f.lost(session) && f.start < t && f.end >= since)
 }
 
-/// Whether Redis may have lost `session`'s acknowledged writes at or after
-/// `t`: a restart, or a failover of its slot that could lose writes
-/// ([`Applied::lost`]).
-pub fn lost_since(faults: &[Applied], session: &str, t: Ms) -> bool {
-    faults.iter().any(|f| f.end >= t && f.lost(session))
+/// Whether a fault under way between `since` and `t` could have cost
+/// `session`'s owner (client `client`'s view of it): a fault of an
+/// instance, a cut of this client's link, or a Redis fault that reached
+/// the session's keys.
+pub fn disturbed_between(
+    faults: &[Applied],
+    session: &str,
+    client: usize,
+    since: Ms,
+    t: Ms,
+) -> bool {
+    faults.iter().any(|f| {
+        let reaches = match &f.fault {
+            Fault::Kill { .. } | Fault::Pause { .. } => true,
+            Fault::Cut { client: only, .. } => only.is_none_or(|c| c == client),
+            _ => f.touches_keys(session),
+        };
+        reaches && f.start < t && f.end >= since
+    })
+}
+
+/// Whether a fault of instance `slot`, or of client `client`'s link to
+/// it, under way between `since` and `t`, explains a connection to it
+/// that broke.
+pub fn broke_link(faults: &[Applied], slot: usize, client: usize, since: Ms, t: Ms) -> bool {
+    faults.iter().any(|f| {
+        let reaches = match &f.fault {
+            Fault::Kill { slot: s, .. } | Fault::Pause { slot: s, .. } => *s == slot,
+            Fault::Cut {
+                client: only,
+                slot: s,
+                ..
+            } => *s == slot && only.is_none_or(|c| c == client),
+            _ => false,
+        };
+        reaches && f.start < t && f.end >= since
+    })
+}
+
+/// When a chain's events can first have been written: a call's when the
+/// call began; the standalone stream's when the session began.
+fn written_since(chain: &Chain) -> Ms {
+    match chain.kind {
+        ChainKind::Call { .. } => chain.started,
+        ChainKind::Standalone => chain.session_started,
+    }
 }
 
 /// The latest healing of a fault that began by `t`.
@@ -306,21 +472,54 @@ fn notice(data: Option<&str>) -> Option<Notice> {
     })
 }
 
-/// The floor named by a `400`'s JSON-RPC error body.
-fn refusal_floor(body: &str) -> Option<u64> {
-    let json: Value = serde_json::from_str(body).ok()?;
-    let floor = json["error"]["data"]["floor"].as_str()?;
-    parse_id(floor).map(|(n, _)| n)
+/// The floor a replay notice names: its index and stream.
+pub(crate) fn notice_floor(data: &str) -> Option<(u64, Option<u64>)> {
+    let json: Value = serde_json::from_str(data).ok()?;
+    parse_id(json["floor"].as_str()?)
 }
 
-/// Checks every chain of `history` (rules 1–3).
+/// The floor named by a `400`'s JSON-RPC error body: its index and stream.
+pub(crate) fn refusal_floor(body: &str) -> Option<(u64, Option<u64>)> {
+    let json: Value = serde_json::from_str(body).ok()?;
+    parse_id(json["error"]["data"]["floor"].as_str()?)
+}
+
+/// Whether two event payloads are the same JSON (or the same text).
+fn same_data(a: &str, b: &str) -> bool {
+    match (
+        serde_json::from_str::<Value>(a),
+        serde_json::from_str::<Value>(b),
+    ) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => a == b,
+    }
+}
+
+/// The instance-lost error the shared log answers a call with when its
+/// owner is gone and its outcome unknown (`rmcp-resume-redis`'s
+/// `INSTANCE_LOST_ERROR`): the one JSON-RPC error a fault may explain.
+fn instance_lost(code: i64, message: &str) -> bool {
+    code == -32603 && message.contains("instance lost")
+}
+
+/// Checks every chain of `history` (rules 1–3) and what the live audit
+/// read while the run went on ([`audits`]).
 pub fn check(history: &History, faults: &[Applied], bounds: Bounds) -> Vec<Anomaly> {
     let mut anomalies = Vec::new();
     for chain in &history.chains {
         let entries: Vec<&Entry> = history.of_chain(chain.id).collect();
         check_chain(chain, &entries, faults, bounds, &mut anomalies);
     }
+    anomalies.extend(audits(history, faults));
     anomalies
+}
+
+/// A `POST` answered `200`, until its first event.
+struct PostOpen {
+    k: usize,
+    conn: u32,
+    slot: usize,
+    t: Ms,
 }
 
 fn check_chain(
@@ -335,6 +534,17 @@ fn check_chain(
         chain: chain.id,
         excerpt: excerpt(entries, k),
     };
+    // A POST whose stream carried no event: a cursorless call, unless a
+    // fault broke that connection.
+    let empty = |post: &PostOpen, k: usize, why: &str, t: Ms, out: &mut Vec<Anomaly>| {
+        let clean = why == "end of stream";
+        if clean || !broke_link(faults, post.slot, chain.client, post.t, t) {
+            out.push(Anomaly::Empty200 {
+                at: at(k.max(post.k)),
+                why: why.to_owned(),
+            });
+        }
+    };
     let mut expected: Option<u64> = None;
     let mut stream: Option<Option<u64>> = None;
     let mut seen: HashSet<u64> = HashSet::new();
@@ -342,11 +552,32 @@ fn check_chain(
     let mut first_on_conn = true;
     let mut sent: Option<String> = None;
     let mut ended = false;
+    let mut post: Option<PostOpen> = None;
+    let mut last_refusal: Option<Option<String>> = None;
     for (k, entry) in entries.iter().enumerate() {
         match &entry.step {
             Step::Open {
-                via, status, body, ..
+                conn,
+                slot,
+                via,
+                status,
+                body,
+                retry_after,
             } => {
+                if let Some(open) = post.take() {
+                    empty(&open, k, "another connection opened", entry.t, out);
+                }
+                if *via == Via::Post && *status == Some(200) {
+                    post = Some(PostOpen {
+                        k,
+                        conn: *conn,
+                        slot: *slot,
+                        t: entry.t,
+                    });
+                }
+                if status.is_some_and(|s| s >= 500) {
+                    last_refusal = Some(retry_after.clone());
+                }
                 current = None;
                 first_on_conn = true;
                 sent = match via {
@@ -363,9 +594,16 @@ fn check_chain(
                     Some(400) => {
                         if let Some(cursor) = &sent {
                             let cursor_index = parse_id(cursor).map_or(0, |(n, _)| n);
+                            // A claimed floor is compared with Redis's by
+                            // the live audit; here only its place.
                             let justified = match refusal_floor(&body) {
-                                Some(floor) => floor > cursor_index + 1,
-                                None => lost_since(faults, &chain.session, chain.started),
+                                Some((floor, _)) => floor > cursor_index + 1,
+                                None => lost_between(
+                                    faults,
+                                    &chain.session,
+                                    written_since(chain),
+                                    entry.t,
+                                ),
                             };
                             if !justified {
                                 out.push(Anomaly::UnjustifiedRefusal {
@@ -377,7 +615,14 @@ fn check_chain(
                             }
                         }
                     }
-                    Some(404) if !lost_since(faults, &chain.session, chain.session_started) => {
+                    Some(404)
+                        if !lost_between(
+                            faults,
+                            &chain.session,
+                            chain.session_started,
+                            entry.t,
+                        ) =>
+                    {
                         out.push(Anomaly::SessionLost {
                             at: at(k),
                             status: 404,
@@ -396,9 +641,20 @@ fn check_chain(
                     });
                 }
             }
+            Step::Closed { conn, why } => {
+                if let Some(open) = post.take_if(|p| p.conn == *conn) {
+                    empty(&open, k, why, entry.t, out);
+                }
+            }
             Step::Frame {
-                id, event, data, ..
+                conn,
+                id,
+                event,
+                data,
             } => {
+                if post.as_ref().is_some_and(|p| p.conn == *conn) {
+                    post = None;
+                }
                 if event.as_deref() == Some("mcp-replay") {
                     let parsed = notice(data.as_deref());
                     let names_cursor = parsed
@@ -472,11 +728,29 @@ fn check_chain(
                 first_on_conn = false;
             }
             Step::End { outcome } => {
+                if let Some(open) = post.take() {
+                    empty(&open, k, "the chain ended", entry.t, out);
+                }
                 ended = true;
-                end_of_chain(chain, entry, outcome, faults, bounds, || at(k), out);
+                let ending = Ending {
+                    entry,
+                    outcome,
+                    retry_after: last_refusal.clone().flatten(),
+                };
+                end_of_chain(chain, &ending, faults, bounds, || at(k), out);
             }
-            Step::Ping { .. } | Step::Init { .. } | Step::Closed { .. } => {}
+            Step::Ping { .. } | Step::Init { .. } => {}
         }
+    }
+    if let Some(open) = post.take() {
+        let last = entries.last().map_or(0, |e| e.t);
+        empty(
+            &open,
+            entries.len().saturating_sub(1),
+            "never closed",
+            last,
+            out,
+        );
     }
     if !ended {
         let last = entries.len().saturating_sub(1);
@@ -487,15 +761,22 @@ fn check_chain(
     }
 }
 
+/// How a chain ended, with the last 5xx's `Retry-After`.
+struct Ending<'a> {
+    entry: &'a Entry,
+    outcome: &'a Outcome,
+    retry_after: Option<String>,
+}
+
 fn end_of_chain(
     chain: &Chain,
-    entry: &Entry,
-    outcome: &Outcome,
+    ending: &Ending<'_>,
     faults: &[Applied],
     bounds: Bounds,
     at: impl Fn() -> At,
     out: &mut Vec<Anomaly>,
 ) {
+    let (entry, outcome) = (ending.entry, ending.outcome);
     let ChainKind::Call { nominal, .. } = &chain.kind else {
         if let Outcome::Abandoned { why } = outcome {
             out.push(Anomaly::NeverEnded {
@@ -505,6 +786,8 @@ fn end_of_chain(
         }
         return;
     };
+    let disturbed =
+        || disturbed_between(faults, &chain.session, chain.client, chain.started, entry.t);
     match outcome {
         Outcome::Drained => out.push(Anomaly::EndedWithoutAnswer {
             at: at(),
@@ -514,8 +797,29 @@ fn end_of_chain(
             at: at(),
             why: why.clone(),
         }),
-        Outcome::Result
-        | Outcome::RpcError { .. }
+        Outcome::RpcError { code, message } => {
+            if !(instance_lost(*code, message) && disturbed()) {
+                out.push(Anomaly::UnexplainedError {
+                    at: at(),
+                    code: *code,
+                    message: message.clone(),
+                });
+            }
+        }
+        Outcome::Refused { status, body } if *status >= 500 => {
+            let retry_after = ending.retry_after.is_some();
+            if !(retry_after && disturbed()) {
+                out.push(Anomaly::UnexplainedUnavailable {
+                    at: at(),
+                    status: *status,
+                    retry_after,
+                    body: body.clone(),
+                });
+            }
+        }
+        // Judged where its connection ended (an empty 200).
+        Outcome::Empty { .. }
+        | Outcome::Result
         | Outcome::Refused { .. }
         | Outcome::Unconfirmed { .. }
         | Outcome::Closed => {}
@@ -536,10 +840,196 @@ fn end_of_chain(
     }
 }
 
-/// Rule 4: every event received with data is the one Redis committed at
-/// its id, for sessions Redis did not lose since they began (after a
-/// cluster failover that may have lost some of a session's writes: every
-/// event Redis still holds).
+/// How long after an event arrived a read that finds its stream's state
+/// gone still says something: far below the answered TTL (60 s) and the
+/// session TTL, so a stream that expired cannot be mistaken for one that
+/// was never written.
+const FRESH_READ: Ms = 10_000;
+
+/// Rules 2 and 4 on what the live audit read right after the clients saw
+/// it: each received event must be in Redis, as received (or trimmed, or
+/// lost by a fault that began before the read), and each claimed floor at
+/// most Redis's.
+pub fn audits(history: &History, faults: &[Applied]) -> Vec<Anomaly> {
+    let mut out = Vec::new();
+    for observation in &history.audits {
+        let Some(chain) = history.chains.get(observation.question.chain() as usize) else {
+            continue;
+        };
+        let excused = lost_between(
+            faults,
+            &observation.session,
+            written_since(chain),
+            observation.answered,
+        );
+        if excused {
+            continue;
+        }
+        let at = |t: Ms| {
+            let entries: Vec<&Entry> = history.of_chain(chain.id).collect();
+            let upto = entries.iter().rposition(|e| e.t <= t).unwrap_or(0);
+            At {
+                client: chain.client,
+                chain: chain.id,
+                excerpt: excerpt(&entries, upto),
+            }
+        };
+        match (&observation.question, &observation.answer) {
+            (
+                Question::Event {
+                    received,
+                    stream,
+                    index,
+                    data,
+                    ..
+                },
+                Answer::Event(stored),
+            ) => {
+                let key = stream_key(&observation.session, *stream);
+                let early = |floor| Anomaly::Early {
+                    at: at(*received),
+                    key: key.clone(),
+                    index: *index,
+                    received: *received,
+                    read: observation.asked,
+                    floor,
+                };
+                match stored {
+                    Stored::Event(Some(held)) if !same_data(held, data) => {
+                        out.push(Anomaly::Mismatch {
+                            at: at(*received),
+                            key: key.clone(),
+                            index: *index,
+                            received: data.clone(),
+                            stored: held.clone(),
+                        });
+                    }
+                    Stored::Event(None) => out.push(early(None)),
+                    Stored::Missing { floor: Some(floor) } => out.push(early(Some(*floor))),
+                    Stored::Missing { floor: None }
+                        if observation.asked.saturating_sub(*received) <= FRESH_READ =>
+                    {
+                        out.push(early(None));
+                    }
+                    Stored::Event(Some(_)) | Stored::Trimmed { .. } | Stored::Missing { .. } => {}
+                }
+            }
+            (
+                Question::Floor {
+                    claimed_at,
+                    stream,
+                    claimed,
+                    ..
+                },
+                Answer::Floor(Some(redis)),
+            ) if redis < claimed => out.push(Anomaly::FloorDisagrees {
+                at: at(*claimed_at),
+                key: stream_key(&observation.session, *stream),
+                claimed: *claimed,
+                redis: *redis,
+                read: observation.asked,
+            }),
+            _ => {}
+        }
+    }
+    out
+}
+
+fn stream_key(session: &str, stream: Option<u64>) -> String {
+    format!(
+        "{}:{{{session}}}:x:{}",
+        audit::PREFIX,
+        audit::stream_field(stream)
+    )
+}
+
+/// The least a run must have done to mean anything.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Minimums {
+    /// Faults of each kind switched on (and applying to the backend)
+    /// applied without error, at least.
+    pub per_kind: usize,
+    /// Takeovers (a session's epoch past its first), at least.
+    pub takeovers: usize,
+    /// Resumes that POSTed first and were answered `200`, at least.
+    pub post_first: usize,
+}
+
+/// Rule 6: every fault applied without error, and the run reached its
+/// minimums: `kinds` each at least `min.per_kind` times, `takeovers` (read
+/// from Redis by the run) and the POST-first resumes in `history`.
+pub fn coverage(
+    history: &History,
+    faults: &[Applied],
+    kinds: &[FaultKind],
+    takeovers: usize,
+    min: &Minimums,
+) -> Vec<Anomaly> {
+    let mut out = Vec::new();
+    for applied in faults {
+        if let Some(error) = &applied.error {
+            out.push(Anomaly::FaultFailed {
+                start: applied.start,
+                fault: applied.fault.to_string(),
+                error: error.clone(),
+            });
+        }
+    }
+    for kind in kinds {
+        let got = faults
+            .iter()
+            .filter(|f| f.ok() && f.fault.kind() == *kind)
+            .count();
+        if got < min.per_kind {
+            out.push(Anomaly::Coverage {
+                what: format!("{kind} faults applied"),
+                wanted: min.per_kind,
+                got,
+            });
+        }
+    }
+    if takeovers < min.takeovers {
+        out.push(Anomaly::Coverage {
+            what: "takeovers".to_owned(),
+            wanted: min.takeovers,
+            got: takeovers,
+        });
+    }
+    let post_first = post_first_resumes(history);
+    if post_first < min.post_first {
+        out.push(Anomaly::Coverage {
+            what: "POST-first resumes answered 200".to_owned(),
+            wanted: min.post_first,
+            got: post_first,
+        });
+    }
+    out
+}
+
+/// Resumes that POSTed first and whose `GET` was answered `200`.
+pub fn post_first_resumes(history: &History) -> usize {
+    history
+        .entries
+        .iter()
+        .filter(|e| {
+            matches!(
+                &e.step,
+                Step::Open {
+                    via: Via::Resume {
+                        mode: ResumeMode::PostFirst,
+                        ..
+                    },
+                    status: Some(200),
+                    ..
+                }
+            )
+        })
+        .count()
+}
+
+/// Rule 4 at the end of the run: every event received with data is the one
+/// Redis holds at its id, or trimmed, or lost by a fault that ended after
+/// the event could have been written (a loss before it cannot explain it).
 pub async fn commits(
     history: &History,
     faults: &[Applied],
@@ -549,16 +1039,17 @@ pub async fn commits(
     let mut out = Vec::new();
     let mut erased: HashSet<String> = HashSet::new();
     for chain in &history.chains {
-        if redis_lost_since(faults, chain.session_started) || erased.contains(&chain.session) {
+        if erased.contains(&chain.session) {
             continue;
         }
-        // A failover of its slot may have lost some of what it committed.
-        let lossy = lost_since(faults, &chain.session, chain.session_started);
+        // What a fault lost must have been written before it ended.
+        let lossy = lost_between(faults, &chain.session, written_since(chain), Ms::MAX);
+        let session_lossy = lost_between(faults, &chain.session, chain.session_started, Ms::MAX);
         let entries: Vec<&Entry> = history.of_chain(chain.id).collect();
         let (known, tombstone) = audit::session_known(&mut conn, &chain.session).await?;
         if !known {
             erased.insert(chain.session.clone());
-            if lossy {
+            if session_lossy {
                 continue;
             }
             out.push(Anomaly::SessionErased {
@@ -588,12 +1079,7 @@ pub async fn commits(
             let Some((index, stream)) = parse_id(id) else {
                 continue;
             };
-            let key = format!(
-                "{}:{{{}}}:x:{}",
-                audit::PREFIX,
-                chain.session,
-                audit::stream_field(stream)
-            );
+            let key = stream_key(&chain.session, stream);
             let at = || At {
                 client: chain.client,
                 chain: chain.id,
@@ -609,6 +1095,7 @@ pub async fn commits(
                     floor,
                     received: data.clone(),
                 }),
+                Stored::Event(_) if lossy => {}
                 Stored::Event(None) => out.push(Anomaly::NotCommitted {
                     at: at(),
                     key,
@@ -617,14 +1104,7 @@ pub async fn commits(
                     received: data.clone(),
                 }),
                 Stored::Event(Some(stored)) => {
-                    let same = match (
-                        serde_json::from_str::<Value>(&stored),
-                        serde_json::from_str::<Value>(data),
-                    ) {
-                        (Ok(a), Ok(b)) => a == b,
-                        _ => stored == *data,
-                    };
-                    if !same {
+                    if !same_data(&stored, data) {
                         out.push(Anomaly::Mismatch {
                             at: at(),
                             key,
@@ -643,7 +1123,7 @@ pub async fn commits(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::faults::history::{Recorder, ResumeMode};
+    use crate::faults::history::{Observation, Recorder};
 
     fn frame(conn: u32, id: &str, data: Option<&str>) -> Step {
         Step::Frame {
@@ -683,6 +1163,7 @@ mod tests {
             }),
             status: Some(status),
             body: body.map(str::to_owned),
+            retry_after: None,
         }
     }
 
@@ -805,6 +1286,7 @@ mod tests {
                 via: Via::Fresh,
                 status: Some(200),
                 body: None,
+                retry_after: None,
             },
             frame(1, "0", None),
             frame(1, "1", Some("{}")),
@@ -834,6 +1316,7 @@ mod tests {
             error: None,
             lost_slots,
             note: None,
+            touched: None,
         };
         // "foo" is in slot 12182, "somekey" in 11058.
         let takeover = applied(
@@ -843,9 +1326,24 @@ mod tests {
             },
             vec![(12000, 12999)],
         );
-        assert!(lost_since(std::slice::from_ref(&takeover), "foo", 50));
-        assert!(!lost_since(std::slice::from_ref(&takeover), "foo", 250));
-        assert!(!lost_since(std::slice::from_ref(&takeover), "somekey", 50));
+        assert!(lost_between(
+            std::slice::from_ref(&takeover),
+            "foo",
+            50,
+            150
+        ));
+        assert!(!lost_between(
+            std::slice::from_ref(&takeover),
+            "foo",
+            250,
+            300
+        ));
+        assert!(!lost_between(
+            std::slice::from_ref(&takeover),
+            "somekey",
+            50,
+            150
+        ));
         let manual = applied(
             Fault::Failover {
                 pick: 0,
@@ -853,14 +1351,608 @@ mod tests {
             },
             Vec::new(),
         );
-        assert!(!lost_since(&[manual], "foo", 50));
+        assert!(!lost_between(&[manual], "foo", 50, 150));
         let restart = applied(
             Fault::RedisRestart {
                 down: Duration::ZERO,
             },
             Vec::new(),
         );
-        assert!(lost_since(&[restart], "somekey", 50));
+        assert!(lost_between(
+            std::slice::from_ref(&restart),
+            "somekey",
+            50,
+            150
+        ));
+        // A restart that began after the refusal explains nothing of it.
+        assert!(!lost_between(&[restart], "somekey", 50, 90));
+    }
+
+    // ---- The blind spots of issue 44, each as a synthetic history the
+    // checker must report. Times are explicit: the excuses depend on them.
+
+    /// A history of one chain of `kind` in session `session` (begun at 0),
+    /// its steps at the given times.
+    fn timed(session: &str, kind: ChainKind, steps: Vec<(Ms, Step)>) -> History {
+        History {
+            entries: steps
+                .into_iter()
+                .map(|(t, step)| Entry {
+                    t,
+                    client: 0,
+                    chain: Some(0),
+                    step,
+                })
+                .collect(),
+            chains: vec![Chain {
+                id: 0,
+                client: 0,
+                session: session.to_owned(),
+                session_started: 0,
+                kind,
+                started: 10,
+            }],
+            audits: Vec::new(),
+        }
+    }
+
+    fn count_to() -> ChainKind {
+        ChainKind::Call {
+            request_id: 1,
+            tool: "count_to".to_owned(),
+            n: 3,
+            nominal: 0,
+        }
+    }
+
+    fn fault(fault: Fault, start: Ms, end: Ms) -> Applied {
+        Applied {
+            fault,
+            start,
+            end,
+            error: None,
+            lost_slots: Vec::new(),
+            note: None,
+            touched: None,
+        }
+    }
+
+    fn restart(start: Ms) -> Applied {
+        fault(
+            Fault::RedisRestart {
+                down: Duration::ZERO,
+            },
+            start,
+            start + 50,
+        )
+    }
+
+    fn found(history: &History, faults: &[Applied]) -> Vec<&'static str> {
+        let bounds = Bounds {
+            lease: Duration::from_secs(1),
+            slack: Duration::from_secs(10),
+        };
+        check(history, faults, bounds)
+            .iter()
+            .map(Anomaly::kind)
+            .collect()
+    }
+
+    fn closed(conn: u32, why: &str) -> Step {
+        Step::Closed {
+            conn,
+            why: why.to_owned(),
+        }
+    }
+
+    fn end(outcome: Outcome) -> Step {
+        Step::End { outcome }
+    }
+
+    fn post(conn: u32, slot: usize, status: u16, retry_after: Option<&str>) -> Step {
+        Step::Open {
+            conn,
+            slot,
+            via: Via::Post,
+            status: Some(status),
+            body: (status != 200).then(|| "{}".to_owned()),
+            retry_after: retry_after.map(str::to_owned),
+        }
+    }
+
+    #[test]
+    fn blind_spot_an_empty_200_on_a_post_is_an_anomaly() {
+        let empty = |why: &str| {
+            timed(
+                "s",
+                count_to(),
+                vec![
+                    (10, post(1, 1, 200, None)),
+                    (4_000, closed(1, why)),
+                    (
+                        4_000,
+                        end(Outcome::Empty {
+                            why: "no event".to_owned(),
+                        }),
+                    ),
+                ],
+            )
+        };
+        // Clean end of stream: nothing but the server ended it.
+        assert_eq!(found(&empty("end of stream"), &[]), vec!["empty-200"]);
+        // Silent (Redis stopped, say): a Redis fault does not excuse it; the
+        // product must answer 503 or an error instead.
+        let redis_stop = fault(
+            Fault::RedisStop {
+                hold: Duration::from_secs(3),
+            },
+            5,
+            3_000,
+        );
+        assert_eq!(
+            found(&empty("silent too long"), &[redis_stop]),
+            vec!["empty-200"]
+        );
+        // A cut of that very link, under way then, explains a broken one...
+        let cut = |slot| {
+            fault(
+                Fault::Cut {
+                    client: Some(0),
+                    slot,
+                    hold: Duration::from_millis(500),
+                },
+                100,
+                600,
+            )
+        };
+        assert_eq!(
+            found(&empty("connection reset"), &[cut(1)]),
+            Vec::<&str>::new()
+        );
+        // ...but not a clean end, and a cut of another instance nothing.
+        assert_eq!(found(&empty("end of stream"), &[cut(1)]), vec!["empty-200"]);
+        assert_eq!(
+            found(&empty("connection reset"), &[cut(2)]),
+            vec!["empty-200"]
+        );
+    }
+
+    #[test]
+    fn blind_spot_a_restart_after_a_404_or_a_floorless_400_excuses_neither() {
+        let refused = timed(
+            "somekey",
+            count_to(),
+            vec![
+                (10, post(1, 0, 200, None)),
+                (20, frame(1, "0/0", None)),
+                (30, closed(1, "connection reset")),
+                (
+                    40,
+                    open(2, Some("0/0"), 400, Some(r#"{"error":{"data":{}}}"#)),
+                ),
+                (
+                    50,
+                    open(3, Some("0/0"), 404, Some("Not Found: Session not found")),
+                ),
+                (
+                    60,
+                    end(Outcome::Refused {
+                        status: 404,
+                        body: "x".to_owned(),
+                    }),
+                ),
+            ],
+        );
+        // The old rule: any restart ending after the session began excused
+        // both. A restart that began later explains nothing.
+        assert_eq!(
+            found(&refused, &[restart(1_000)]),
+            vec!["unjustified-refusal", "session-lost"]
+        );
+        // Begun before them, it explains both.
+        assert_eq!(found(&refused, &[restart(25)]), Vec::<&str>::new());
+        // One that began and ended before the session began explains nothing.
+        let mut late = refused.clone();
+        late.chains[0].session_started = 900;
+        late.chains[0].started = 900;
+        for entry in &mut late.entries {
+            entry.t += 1_000;
+        }
+        assert_eq!(
+            found(&late, &[restart(25)]),
+            vec!["unjustified-refusal", "session-lost"]
+        );
+    }
+
+    #[test]
+    fn blind_spot_a_cluster_takeover_excuses_only_its_own_slots() {
+        // "foo" is in slot 12182, "somekey" in 11058.
+        let takeover = Applied {
+            lost_slots: vec![(12_000, 12_999)],
+            touched: Some(vec![(12_000, 12_999)]),
+            ..fault(
+                Fault::Failover {
+                    pick: 0,
+                    takeover: true,
+                },
+                20,
+                30,
+            )
+        };
+        let gone = |session: &str| {
+            timed(
+                session,
+                count_to(),
+                vec![
+                    (10, post(1, 0, 200, None)),
+                    (20, frame(1, "0/0", None)),
+                    (50, open(2, Some("0/0"), 404, Some("Not Found"))),
+                    (
+                        60,
+                        end(Outcome::Refused {
+                            status: 404,
+                            body: "x".to_owned(),
+                        }),
+                    ),
+                ],
+            )
+        };
+        assert_eq!(
+            found(&gone("foo"), std::slice::from_ref(&takeover)),
+            Vec::<&str>::new()
+        );
+        assert_eq!(found(&gone("somekey"), &[takeover]), vec!["session-lost"]);
+    }
+
+    fn with_audit(mut history: History, question: Question, answer: Answer, at: Ms) -> History {
+        history.audits.push(Observation {
+            session: history.chains[0].session.clone(),
+            question,
+            asked: at,
+            answered: at + 1,
+            answer,
+        });
+        history
+    }
+
+    fn answered() -> History {
+        timed(
+            "s",
+            count_to(),
+            vec![
+                (10, post(1, 0, 200, None)),
+                (20, frame(1, "0/0", None)),
+                (30, frame(1, "1/0", Some(r#"{"p":1}"#))),
+                (40, frame(1, "2/0", Some(r#"{"id":1,"result":{}}"#))),
+                (40, end(Outcome::Result)),
+            ],
+        )
+    }
+
+    fn event_read(index: u64, data: &str) -> Question {
+        Question::Event {
+            chain: 0,
+            received: 30,
+            stream: Some(0),
+            index,
+            data: data.to_owned(),
+        }
+    }
+
+    #[test]
+    fn blind_spot_an_event_received_before_redis_held_it_is_an_anomaly() {
+        let early = with_audit(
+            answered(),
+            event_read(1, r#"{"p":1}"#),
+            Answer::Event(Stored::Missing { floor: Some(0) }),
+            35,
+        );
+        assert_eq!(found(&early, &[]), vec!["early"]);
+        // A stream Redis has no state for, read at once: the same.
+        let stateless = with_audit(
+            answered(),
+            event_read(1, r#"{"p":1}"#),
+            Answer::Event(Stored::Missing { floor: None }),
+            35,
+        );
+        assert_eq!(found(&stateless, &[]), vec!["early"]);
+        // Held as received, or trimmed: fine.
+        let held = with_audit(
+            answered(),
+            event_read(1, r#"{"p":1}"#),
+            Answer::Event(Stored::Event(Some(r#"{ "p": 1 }"#.to_owned()))),
+            35,
+        );
+        assert_eq!(found(&held, &[]), Vec::<&str>::new());
+        let trimmed = with_audit(
+            answered(),
+            event_read(1, r#"{"p":1}"#),
+            Answer::Event(Stored::Trimmed { floor: 2 }),
+            35,
+        );
+        assert_eq!(found(&trimmed, &[]), Vec::<&str>::new());
+        // Another event at its index: a mismatch, at once, not at the end.
+        let other = with_audit(
+            answered(),
+            event_read(1, r#"{"p":1}"#),
+            Answer::Event(Stored::Event(Some(r#"{"p":9}"#.to_owned()))),
+            35,
+        );
+        assert_eq!(found(&other, &[]), vec!["mismatch"]);
+        // A restart that began before the read explains a missing event;
+        // one that began after it does not.
+        assert_eq!(found(&early, &[restart(32)]), Vec::<&str>::new());
+        assert_eq!(found(&early, &[restart(100)]), vec!["early"]);
+    }
+
+    #[test]
+    fn blind_spot_a_floor_above_redis_s_is_an_anomaly() {
+        let refused = timed(
+            "s",
+            count_to(),
+            vec![
+                (10, post(1, 0, 200, None)),
+                (20, frame(1, "0/0", None)),
+                (30, closed(1, "connection reset")),
+                (
+                    40,
+                    open(
+                        2,
+                        Some("0/0"),
+                        400,
+                        Some(r#"{"error":{"data":{"cursor":"0/0","floor":"5/0"}}}"#),
+                    ),
+                ),
+                (
+                    40,
+                    end(Outcome::Refused {
+                        status: 400,
+                        body: "x".to_owned(),
+                    }),
+                ),
+            ],
+        );
+        let floor = Question::Floor {
+            chain: 0,
+            claimed_at: 40,
+            stream: Some(0),
+            claimed: 5,
+        };
+        // Believed, the refusal was fine; Redis kept everything from 1 on.
+        assert_eq!(found(&refused, &[]), Vec::<&str>::new());
+        let low = with_audit(refused.clone(), floor.clone(), Answer::Floor(Some(1)), 45);
+        assert_eq!(found(&low, &[]), vec!["floor-disagrees"]);
+        let agrees = with_audit(refused.clone(), floor.clone(), Answer::Floor(Some(5)), 45);
+        assert_eq!(found(&agrees, &[]), Vec::<&str>::new());
+        // What Redis provably lost before the read: the floor is moot.
+        assert_eq!(found(&low, &[restart(42)]), Vec::<&str>::new());
+        assert_eq!(found(&low, &[restart(60)]), vec!["floor-disagrees"]);
+        // The floor a replay notice claims is read the same way.
+        let mut noticed = answered();
+        noticed.entries.insert(
+            3,
+            Entry {
+                t: 35,
+                client: 0,
+                chain: Some(0),
+                step: notice_frame(2, r#"{"cursor":"-","floor":"7/0","complete":false}"#),
+            },
+        );
+        let noticed = with_audit(
+            noticed,
+            Question::Floor {
+                chain: 0,
+                claimed_at: 35,
+                stream: Some(0),
+                claimed: 7,
+            },
+            Answer::Floor(Some(0)),
+            36,
+        );
+        assert!(found(&noticed, &[]).contains(&"floor-disagrees"));
+    }
+
+    #[test]
+    fn the_recorder_asks_about_every_event_and_every_claimed_floor() {
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let rec = Recorder::with_probes(std::time::Instant::now(), tx);
+        let chain = rec.chain(0, "s", 0, count_to());
+        rec.record(0, Some(chain), frame(1, "0/0", None));
+        rec.record(0, Some(chain), frame(1, "1/0", Some("{}")));
+        rec.record(
+            0,
+            Some(chain),
+            notice_frame(2, r#"{"cursor":"1/0","floor":"3/0","complete":false}"#),
+        );
+        rec.record(
+            0,
+            Some(chain),
+            open(
+                3,
+                Some("1/0"),
+                400,
+                Some(r#"{"error":{"data":{"floor":"4/0"}}}"#),
+            ),
+        );
+        let mut asked = Vec::new();
+        while let Ok((session, question)) = rx.try_recv() {
+            assert_eq!(session, "s");
+            asked.push(match question {
+                Question::Event { index, .. } => format!("event {index}"),
+                Question::Floor { claimed, .. } => format!("floor {claimed}"),
+            });
+        }
+        assert_eq!(asked, ["event 1", "floor 3", "floor 4"]);
+    }
+
+    #[test]
+    fn blind_spot_an_error_or_a_503_needs_a_fault_during_the_call() {
+        let errored = |code: i64, message: &str| {
+            timed(
+                "s",
+                count_to(),
+                vec![
+                    (10, post(1, 0, 200, None)),
+                    (20, frame(1, "0/0", None)),
+                    (
+                        900,
+                        end(Outcome::RpcError {
+                            code,
+                            message: message.to_owned(),
+                        }),
+                    ),
+                ],
+            )
+        };
+        let lost = "server instance lost; outcome unknown";
+        let kill = fault(
+            Fault::Kill {
+                slot: 0,
+                down: Duration::ZERO,
+            },
+            100,
+            200,
+        );
+        assert_eq!(
+            found(&errored(-32603, lost), &[]),
+            vec!["unexplained-error"]
+        );
+        assert_eq!(
+            found(&errored(-32603, lost), std::slice::from_ref(&kill)),
+            Vec::<&str>::new()
+        );
+        // Any other -32603 is not the documented one.
+        assert_eq!(
+            found(&errored(-32603, "oops"), std::slice::from_ref(&kill)),
+            vec!["unexplained-error"]
+        );
+        // A fault that healed before the call began explains nothing.
+        let before = fault(
+            Fault::Kill {
+                slot: 0,
+                down: Duration::ZERO,
+            },
+            0,
+            5,
+        );
+        assert_eq!(
+            found(&errored(-32603, lost), &[before]),
+            vec!["unexplained-error"]
+        );
+        let unavailable = |retry_after: Option<&str>| {
+            timed(
+                "s",
+                count_to(),
+                vec![
+                    (10, post(1, 0, 503, retry_after)),
+                    (
+                        900,
+                        end(Outcome::Refused {
+                            status: 503,
+                            body: "{}".to_owned(),
+                        }),
+                    ),
+                ],
+            )
+        };
+        assert_eq!(
+            found(&unavailable(Some("1")), std::slice::from_ref(&kill)),
+            Vec::<&str>::new()
+        );
+        assert_eq!(
+            found(&unavailable(None), std::slice::from_ref(&kill)),
+            vec!["unexplained-unavailable"]
+        );
+        assert_eq!(
+            found(&unavailable(Some("1")), &[]),
+            vec!["unexplained-unavailable"]
+        );
+    }
+
+    #[test]
+    fn blind_spot_a_failed_fault_or_a_run_short_of_its_minimums_fails() {
+        let history = answered();
+        let min = Minimums {
+            per_kind: 1,
+            takeovers: 1,
+            post_first: 1,
+        };
+        let failed = Applied {
+            error: Some("kill -STOP 1 failed".to_owned()),
+            ..fault(
+                Fault::Pause {
+                    slot: 0,
+                    hold: Duration::ZERO,
+                },
+                10,
+                20,
+            )
+        };
+        let kinds: Vec<String> = coverage(
+            &history,
+            &[failed],
+            &[FaultKind::Pause, FaultKind::Kill],
+            0,
+            &min,
+        )
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+        assert_eq!(
+            kinds,
+            [
+                "fault-failed: at 10 ms, SIGSTOP instance 0 for 0ns: kill -STOP 1 failed",
+                // The failed one does not count as applied.
+                "coverage: pause faults applied: 0, at least 1 wanted",
+                "coverage: kill faults applied: 0, at least 1 wanted",
+                "coverage: takeovers: 0, at least 1 wanted",
+                "coverage: POST-first resumes answered 200: 0, at least 1 wanted",
+            ]
+        );
+        // A run that did it all passes.
+        let mut done = history.clone();
+        done.entries.push(Entry {
+            t: 50,
+            client: 0,
+            chain: Some(0),
+            step: Step::Open {
+                conn: 2,
+                slot: 1,
+                via: Via::Resume {
+                    cursor: "1/0".to_owned(),
+                    mode: ResumeMode::PostFirst,
+                },
+                status: Some(200),
+                body: None,
+                retry_after: None,
+            },
+        });
+        let pause = fault(
+            Fault::Pause {
+                slot: 0,
+                hold: Duration::ZERO,
+            },
+            10,
+            20,
+        );
+        assert!(coverage(&done, &[pause], &[FaultKind::Pause], 1, &min).is_empty());
+    }
+
+    #[test]
+    fn blind_spot_an_event_out_of_order_is_an_anomaly() {
+        let history = timed(
+            "s",
+            count_to(),
+            vec![
+                (10, post(1, 0, 200, None)),
+                (20, frame(1, "0/0", None)),
+                (30, frame(1, "2/0", Some("{}"))),
+                (31, frame(1, "1/0", Some("{}"))),
+                (40, frame(1, "3/0", Some(r#"{"id":1,"result":{}}"#))),
+                (40, end(Outcome::Result)),
+            ],
+        );
+        assert_eq!(found(&history, &[]), vec!["silent-gap", "out-of-order"]);
     }
 
     #[test]

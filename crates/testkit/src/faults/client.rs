@@ -2,6 +2,10 @@
 //! opens a session, calls streaming tools, keeps the session's standalone
 //! stream, and after every cut resumes with `Last-Event-ID` on another
 //! instance, GET-first or POST-first, recording everything it sees.
+//!
+//! It picks instances as a load balancer does ([`Health`]): round-robin,
+//! skipping for a while an instance whose connection failed or timed out.
+//! Nothing tells it which instances the nemesis took down.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -31,6 +35,61 @@ const MAX_SESSIONS: usize = 200;
 const MAX_CALLS: usize = 10_000;
 /// After the bound, the client waits this much more before it gives up.
 const GRACE: Duration = Duration::from_secs(1);
+/// How long an instance whose connection failed or timed out is skipped
+/// (a load balancer's passive health check).
+const EJECT: Ms = 1_500;
+
+/// What a load balancer knows of the instances: only what its own
+/// requests met. An instance whose connection failed or timed out is
+/// skipped for [`EJECT`], then tried again.
+#[derive(Debug, Clone)]
+pub struct Health {
+    down_until: Vec<Ms>,
+    rr: usize,
+}
+
+impl Health {
+    /// `slots` instances, none known to be down; round-robin from `start`.
+    pub fn new(slots: usize, start: usize) -> Self {
+        Self {
+            down_until: vec![0; slots.max(1)],
+            rr: start,
+        }
+    }
+
+    /// A connection to `slot` failed or timed out at `now`.
+    pub fn failed(&mut self, slot: usize, now: Ms) {
+        if let Some(until) = self.down_until.get_mut(slot) {
+            *until = now + EJECT;
+        }
+    }
+
+    /// Whether `slot` is skipped at `now`.
+    pub fn ejected(&self, slot: usize, now: Ms) -> bool {
+        self.down_until.get(slot).is_some_and(|until| now < *until)
+    }
+
+    /// The next instance, round-robin, neither ejected nor `avoid` if
+    /// there is one; else the next other than `avoid` (all ejected: a
+    /// load balancer tries anyway rather than fail the request).
+    pub fn next(&mut self, avoid: Option<usize>, now: Ms) -> usize {
+        let n = self.down_until.len();
+        for _ in 0..n {
+            self.rr += 1;
+            let slot = self.rr % n;
+            if Some(slot) != avoid && !self.ejected(slot, now) {
+                return slot;
+            }
+        }
+        self.rr += 1;
+        let slot = self.rr % n;
+        if Some(slot) == avoid && n > 1 {
+            self.rr += 1;
+            return self.rr % n;
+        }
+        slot
+    }
+}
 
 /// One client's settings.
 #[derive(Debug, Clone)]
@@ -76,7 +135,7 @@ struct Client {
     rec: Recorder,
     rng: Rng,
     http: reqwest::Client,
-    rr: usize,
+    health: Health,
 }
 
 fn http_client(silence: Duration) -> reqwest::Client {
@@ -94,7 +153,7 @@ fn http_client(silence: Duration) -> reqwest::Client {
 pub async fn run(cfg: ClientConfig, ctl: Arc<Control>, rec: Recorder) -> ClientTally {
     let rng = Rng::fork(cfg.seed, 1_000 + cfg.id as u64);
     let mut client = Client {
-        rr: cfg.id,
+        health: Health::new(cfg.urls.len(), cfg.id),
         cfg,
         ctl,
         rec,
@@ -119,7 +178,6 @@ impl Client {
             let reader = self.cfg.standalone.then(|| {
                 tokio::spawn(standalone_stream(
                     self.cfg.clone(),
-                    self.ctl.clone(),
                     self.rec.clone(),
                     session.id.clone(),
                     session.started,
@@ -144,22 +202,16 @@ impl Client {
         tally
     }
 
-    /// The next instance up, round-robin, avoiding `avoid` when another
-    /// is up.
+    /// The next instance, as a load balancer picks it ([`Health`]).
     fn next_slot(&mut self, avoid: Option<usize>) -> usize {
-        let live = self.ctl.live_slots();
-        if live.is_empty() {
-            self.rr += 1;
-            return self.rr % self.cfg.urls.len().max(1);
-        }
-        for _ in 0..live.len() {
-            self.rr += 1;
-            let slot = live[self.rr % live.len()];
-            if Some(slot) != avoid || live.len() == 1 {
-                return slot;
-            }
-        }
-        live[0]
+        let now = self.rec.now();
+        self.health.next(avoid, now)
+    }
+
+    /// A connection to `slot` failed or timed out.
+    fn failed(&mut self, slot: usize) {
+        let now = self.rec.now();
+        self.health.failed(slot, now);
     }
 
     async fn backoff(&mut self) {
@@ -203,6 +255,9 @@ impl Client {
                     });
                 }
                 Err((status, error)) => {
+                    if status.is_none() {
+                        self.failed(slot);
+                    }
                     self.rec.record(
                         self.cfg.id,
                         None,
@@ -307,7 +362,7 @@ impl Client {
         let post_deadline = self.rec.now()
             + u64::try_from((self.ctl.lease + Duration::from_secs(4)).as_millis()).unwrap_or(0);
         for _ in 0..100 {
-            if !self.ctl.live_slots().contains(&slot) {
+            if self.health.ejected(slot, self.rec.now()) {
                 slot = self.next_slot(Some(slot));
             }
             conn += 1;
@@ -315,7 +370,16 @@ impl Client {
             let sent = send(self.http.post(&url).json(&body), Some(&session.id)).await;
             let response = match sent {
                 Err(error) => {
-                    self.open(chain, conn, slot, Via::Post, None, Some(error.clone()));
+                    self.failed(slot);
+                    self.open(
+                        chain,
+                        conn,
+                        slot,
+                        Via::Post,
+                        None,
+                        Some(error.clone()),
+                        None,
+                    );
                     // The owner may be unreachable: the next call starts
                     // elsewhere (a 503 there sends it on), after a pause.
                     session.home = self.next_slot(Some(slot));
@@ -326,11 +390,12 @@ impl Client {
             };
             let status = response.status().as_u16();
             if status == 200 {
-                self.open(chain, conn, slot, Via::Post, Some(200), None);
+                self.open(chain, conn, slot, Via::Post, Some(200), None, None);
                 session.home = slot;
                 reader = Some(SseReader::new(response));
                 break;
             }
+            let retry_after = retry_after(&response);
             let text = body_text(response).await;
             self.open(
                 chain,
@@ -339,6 +404,7 @@ impl Client {
                 Via::Post,
                 Some(status),
                 Some(text.clone()),
+                retry_after,
             );
             if status == 404 {
                 self.end(chain, Outcome::Refused { status, body: text });
@@ -369,10 +435,11 @@ impl Client {
                 return self.end(chain, outcome);
             }
             let Some(cursor) = last_id.clone() else {
+                // No cursor to resume with: the call's fate is unknowable.
                 return self.end(
                     chain,
-                    Outcome::Unconfirmed {
-                        why: "the stream ended before its first event".to_owned(),
+                    Outcome::Empty {
+                        why: "the POST's stream ended before its first event".to_owned(),
                     },
                 );
             };
@@ -416,7 +483,8 @@ impl Client {
                 let sent = send(resume_request(&self.http, &url, &cursor), Some(&session.id)).await;
                 let response = match sent {
                     Err(error) => {
-                        self.open(chain, conn, target, via, None, Some(error));
+                        self.failed(target);
+                        self.open(chain, conn, target, via, None, Some(error), None);
                         self.backoff().await;
                         continue;
                     }
@@ -424,12 +492,21 @@ impl Client {
                 };
                 let status = response.status().as_u16();
                 if status == 200 {
-                    self.open(chain, conn, target, via, Some(200), None);
+                    self.open(chain, conn, target, via, Some(200), None, None);
                     resumed = Some(SseReader::new(response));
                     break;
                 }
+                let retry_after = retry_after(&response);
                 let text = body_text(response).await;
-                self.open(chain, conn, target, via, Some(status), Some(text.clone()));
+                self.open(
+                    chain,
+                    conn,
+                    target,
+                    via,
+                    Some(status),
+                    Some(text.clone()),
+                    retry_after,
+                );
                 match status {
                     204 => return self.end(chain, Outcome::Drained),
                     404 => {
@@ -535,6 +612,7 @@ impl Client {
         }
     }
 
+    #[allow(clippy::too_many_arguments)] // one per field of the step
     fn open(
         &self,
         chain: ChainId,
@@ -543,6 +621,7 @@ impl Client {
         via: Via,
         status: Option<u16>,
         body: Option<String>,
+        retry_after: Option<String>,
     ) {
         self.rec.record(
             self.cfg.id,
@@ -553,6 +632,7 @@ impl Client {
                 via,
                 status,
                 body,
+                retry_after,
             },
         );
     }
@@ -573,6 +653,15 @@ impl Client {
             .record(self.cfg.id, Some(chain), Step::End { outcome });
         CallEnd::Done
     }
+}
+
+/// A response's `Retry-After` header, if any.
+fn retry_after(response: &reqwest::Response) -> Option<String> {
+    response
+        .headers()
+        .get("retry-after")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned)
 }
 
 /// A `GET` of the session's stream resuming after `cursor`.
@@ -630,7 +719,6 @@ async fn body_text(response: reqwest::Response) -> String {
 /// The session's standalone stream, kept open and resumed until `done`.
 async fn standalone_stream(
     cfg: ClientConfig,
-    ctl: Arc<Control>,
     rec: Recorder,
     session: String,
     session_started: Ms,
@@ -639,7 +727,7 @@ async fn standalone_stream(
     let chain = rec.chain(cfg.id, &session, session_started, ChainKind::Standalone);
     let http = http_client(STANDALONE_SILENCE);
     let mut rng = Rng::fork(cfg.seed, 50_000 + cfg.id as u64 + u64::from(chain) * 7);
-    let mut rr = cfg.id + 1;
+    let mut health = Health::new(cfg.urls.len(), cfg.id + 1);
     let mut last_id: Option<String> = None;
     let end = |outcome| {
         rec.record(cfg.id, Some(chain), Step::End { outcome });
@@ -648,13 +736,7 @@ async fn standalone_stream(
         if done.is_cancelled() {
             return end(Outcome::Closed);
         }
-        let live = ctl.live_slots();
-        rr += 1;
-        let slot = if live.is_empty() {
-            rr % cfg.urls.len().max(1)
-        } else {
-            live[rr % live.len()]
-        };
+        let slot = health.next(None, rec.now());
         let url = &cfg.urls[slot];
         let (request, via) = match &last_id {
             Some(cursor) => (
@@ -673,7 +755,7 @@ async fn standalone_stream(
             sent = send(request, Some(&session)) => sent,
             _ = done.cancelled() => return end(Outcome::Closed),
         };
-        let open = |status, body| {
+        let open = |status, body, retry_after| {
             rec.record(
                 cfg.id,
                 Some(chain),
@@ -683,12 +765,14 @@ async fn standalone_stream(
                     via: via.clone(),
                     status,
                     body,
+                    retry_after,
                 },
             );
         };
         let response = match sent {
             Err(error) => {
-                open(None, Some(error));
+                health.failed(slot, rec.now());
+                open(None, Some(error), None);
                 tokio::time::sleep(Duration::from_millis(rng.range(200, 500))).await;
                 continue;
             }
@@ -696,15 +780,16 @@ async fn standalone_stream(
         };
         let status = response.status().as_u16();
         if status != 200 {
+            let after = retry_after(&response);
             let text = body_text(response).await;
-            open(Some(status), Some(text.clone()));
+            open(Some(status), Some(text.clone()), after);
             if (400..500).contains(&status) {
                 return end(Outcome::Refused { status, body: text });
             }
             tokio::time::sleep(Duration::from_millis(rng.range(200, 500))).await;
             continue;
         }
-        open(Some(200), None);
+        open(Some(200), None, None);
         let mut reader = SseReader::new(response);
         let mut frames = 0usize;
         let why = loop {

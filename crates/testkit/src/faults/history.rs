@@ -5,6 +5,10 @@ use std::fmt;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
+use tokio::sync::mpsc;
+
+use super::audit::Stored;
+
 /// Milliseconds since the run started.
 pub type Ms = u64;
 
@@ -75,8 +79,12 @@ pub enum Outcome {
     /// `204` to a resume of a call whose answer never came.
     Drained,
     /// The client cannot tell whether the server got the request (a
-    /// transport error before any event): not the server's fault.
+    /// transport error before the response head).
     Unconfirmed { why: String },
+    /// The `POST` was answered `200` but its stream carried no event, so
+    /// the client holds no cursor to resume with: the call's fate is
+    /// unknowable (the checker decides whether a fault explains it).
+    Empty { why: String },
     /// The client gave up at the bound.
     Abandoned { why: String },
     /// A standalone stream, closed by the client at the end of its session.
@@ -100,13 +108,16 @@ pub enum Step {
         body: String,
     },
     /// A connection of the chain: its request and the response head
-    /// (`status` `None`: a transport error).
+    /// (`status` `None`: a transport error). `retry_after` is the
+    /// response's `Retry-After` header, kept because a `503` without one
+    /// tells the client nothing about when to come back.
     Open {
         conn: u32,
         slot: usize,
         via: Via,
         status: Option<u16>,
         body: Option<String>,
+        retry_after: Option<String>,
     },
     /// An SSE frame.
     Frame {
@@ -134,6 +145,68 @@ pub struct Entry {
     pub step: Step,
 }
 
+/// What the live audit asks Redis about a step a client just recorded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Question {
+    /// Does Redis hold event `index` of `stream`, which the client received
+    /// at `received` with `data`? Asked after `received`, so a "no" (not
+    /// trimmed, nothing lost) means the event was sent before it was
+    /// committed.
+    Event {
+        chain: ChainId,
+        received: Ms,
+        stream: Option<u64>,
+        index: u64,
+        data: String,
+    },
+    /// Is `stream`'s floor in Redis at least `claimed`, as a refusal or a
+    /// replay notice said at `claimed_at`? A floor only rises while Redis
+    /// keeps its data, so a lower floor read later means the claim was
+    /// not Redis's.
+    Floor {
+        chain: ChainId,
+        claimed_at: Ms,
+        stream: Option<u64>,
+        claimed: u64,
+    },
+}
+
+impl Question {
+    /// The chain it is about.
+    pub fn chain(&self) -> ChainId {
+        match self {
+            Question::Event { chain, .. } | Question::Floor { chain, .. } => *chain,
+        }
+    }
+}
+
+/// What Redis answered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Answer {
+    /// The event as stored (or trimmed, or missing).
+    Event(Stored),
+    /// The stream's `floor` field (`None`: Redis has no state for it).
+    Floor(Option<u64>),
+}
+
+/// One question the live audit put to Redis, its answer, and when.
+#[derive(Debug, Clone)]
+pub struct Observation {
+    /// The session whose keys were read.
+    pub session: String,
+    /// What was asked.
+    pub question: Question,
+    /// When the command was sent.
+    pub asked: Ms,
+    /// When its answer came.
+    pub answered: Ms,
+    /// The answer.
+    pub answer: Answer,
+}
+
+/// A question for the live audit, with the session it is about.
+pub type Probe = (String, Question);
+
 /// Everything recorded.
 #[derive(Debug, Clone, Default)]
 pub struct History {
@@ -141,6 +214,8 @@ pub struct History {
     pub entries: Vec<Entry>,
     /// Every chain.
     pub chains: Vec<Chain>,
+    /// What the live audit read from Redis while the run went on.
+    pub audits: Vec<Observation>,
 }
 
 impl History {
@@ -155,6 +230,7 @@ impl History {
 pub struct Recorder {
     start: Instant,
     history: Arc<Mutex<History>>,
+    probes: Option<mpsc::UnboundedSender<Probe>>,
 }
 
 impl Recorder {
@@ -163,6 +239,26 @@ impl Recorder {
         Self {
             start,
             history: Arc::default(),
+            probes: None,
+        }
+    }
+
+    /// A recorder that also hands every received event and every claimed
+    /// floor to the live audit (see [`super::audit::live`]), so Redis is
+    /// read right after the client saw them, while the stream still holds
+    /// them and before a later fault can blur what happened.
+    pub fn with_probes(start: Instant, probes: mpsc::UnboundedSender<Probe>) -> Self {
+        Self {
+            start,
+            history: Arc::default(),
+            probes: Some(probes),
+        }
+    }
+
+    /// Adds what the live audit read.
+    pub fn observe(&self, observation: Observation) {
+        if let Ok(mut history) = self.history.lock() {
+            history.audits.push(observation);
         }
     }
 
@@ -199,6 +295,13 @@ impl Recorder {
     pub fn record(&self, client: usize, chain: Option<ChainId>, step: Step) {
         let t = self.now();
         if let Ok(mut history) = self.history.lock() {
+            if let (Some(probes), Some(chain)) = (&self.probes, chain)
+                && let Some(question) = question(chain, t, &step)
+                && let Some(of) = history.chains.get(chain as usize)
+            {
+                // The audit may be gone at the run's end: nothing to ask then.
+                let _ = probes.send((of.session.clone(), question));
+            }
             history.entries.push(Entry {
                 t,
                 client,
@@ -226,6 +329,51 @@ impl Recorder {
     /// A copy of everything so far.
     pub fn snapshot(&self) -> History {
         self.history.lock().map(|h| h.clone()).unwrap_or_default()
+    }
+}
+
+/// What the live audit should ask about `step`, recorded at `t`: a
+/// received event with data, or a floor a refusal or notice claimed.
+fn question(chain: ChainId, t: Ms, step: &Step) -> Option<Question> {
+    use super::checker::{notice_floor, parse_id, refusal_floor};
+    match step {
+        Step::Frame { event, data, .. } if event.as_deref() == Some("mcp-replay") => {
+            let (claimed, stream) = notice_floor(data.as_deref()?)?;
+            Some(Question::Floor {
+                chain,
+                claimed_at: t,
+                stream,
+                claimed,
+            })
+        }
+        Step::Frame {
+            id: Some(id),
+            data: Some(data),
+            ..
+        } => {
+            let (index, stream) = parse_id(id)?;
+            Some(Question::Event {
+                chain,
+                received: t,
+                stream,
+                index,
+                data: data.clone(),
+            })
+        }
+        Step::Open {
+            status: Some(400),
+            body: Some(body),
+            ..
+        } => {
+            let (claimed, stream) = refusal_floor(body)?;
+            Some(Question::Floor {
+                chain,
+                claimed_at: t,
+                stream,
+                claimed,
+            })
+        }
+        _ => None,
     }
 }
 
@@ -267,6 +415,7 @@ impl fmt::Display for Entry {
                 via,
                 status,
                 body,
+                retry_after,
             } => {
                 let via = match via {
                     Via::Post => "POST".to_owned(),
@@ -277,7 +426,11 @@ impl fmt::Display for Entry {
                 };
                 write!(
                     f,
-                    " conn{conn} {via} @{slot} -> {status:?} {}",
+                    " conn{conn} {via} @{slot} -> {status:?} {}{}",
+                    retry_after
+                        .as_deref()
+                        .map(|r| format!("[Retry-After: {r}] "))
+                        .unwrap_or_default(),
                     body.as_deref().map(|b| short(b, 200)).unwrap_or_default()
                 )
             }

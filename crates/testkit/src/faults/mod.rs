@@ -120,6 +120,9 @@ pub struct RunConfig {
     /// Where to write the whole history, one step a line (`None`: the
     /// environment variable `FAULTS_HISTORY`, a directory, if set).
     pub history_dir: Option<PathBuf>,
+    /// What the run must have done to mean anything (rule 6): a run short
+    /// of it fails like one with an anomaly.
+    pub minimums: checker::Minimums,
 }
 
 impl RunConfig {
@@ -141,14 +144,31 @@ impl RunConfig {
             standalone: true,
             leak_wait: Duration::from_secs(8),
             history_dir: std::env::var_os("FAULTS_HISTORY").map(PathBuf::from),
+            minimums: checker::Minimums {
+                per_kind: 1,
+                takeovers: 1,
+                post_first: 1,
+            },
         }
+    }
+
+    /// The kinds switched on that apply to the backend: those the
+    /// schedule draws and the minimums count.
+    pub fn kinds_applied(&self) -> Vec<FaultKind> {
+        let cluster = self.backend == Backend::Cluster;
+        self.kinds
+            .iter()
+            .copied()
+            .filter(|k| k.applies_to(cluster))
+            .collect()
     }
 }
 
 /// Runs one seed and checks it.
 pub async fn run(config: &RunConfig) -> anyhow::Result<Report> {
     let began = Instant::now();
-    let rec = history::Recorder::new(began);
+    let (probes, questions) = tokio::sync::mpsc::unbounded_channel();
+    let rec = history::Recorder::with_probes(began, probes);
     let proxies = CancellationToken::new();
     let mut cluster = nemesis::Cluster::start(
         config.server.clone(),
@@ -160,7 +180,7 @@ pub async fn run(config: &RunConfig) -> anyhow::Result<Report> {
         proxies.clone(),
     )
     .await?;
-    let result = run_on(config, &mut cluster, &rec, began).await;
+    let result = run_on(config, &mut cluster, &rec, questions, began).await;
     proxies.cancel();
     drop(cluster);
     result
@@ -170,8 +190,17 @@ async fn run_on(
     config: &RunConfig,
     cluster: &mut nemesis::Cluster,
     rec: &history::Recorder,
+    questions: tokio::sync::mpsc::UnboundedReceiver<history::Probe>,
     began: Instant,
 ) -> anyhow::Result<Report> {
+    let finish = CancellationToken::new();
+    let auditor = tokio::spawn(audit::live(
+        cluster.target.clone(),
+        questions,
+        rec.clone(),
+        finish.clone(),
+        Duration::from_secs(20),
+    ));
     let ctl = Arc::new(control::Control::new(
         config.instances,
         config.lease,
@@ -231,6 +260,9 @@ async fn run_on(
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
+    // The live audit answers what is still queued, then stops.
+    finish.cancel();
+    let _ = auditor.await;
     let history = rec.snapshot();
     if let Some(dir) = &config.history_dir {
         let text: String = history.entries.iter().map(|e| format!("{e}\n")).collect();
@@ -248,6 +280,14 @@ async fn run_on(
     };
     let mut anomalies = checker::check(&history, &applied, bounds);
     anomalies.extend(checker::commits(&history, &applied, &cluster.target).await?);
+    let takeovers = takeovers(&history, &cluster.target).await?;
+    anomalies.extend(checker::coverage(
+        &history,
+        &applied,
+        &config.kinds_applied(),
+        takeovers,
+        &config.minimums,
+    ));
     if after.0 > expected {
         anomalies.push(Anomaly::Leak {
             baseline: expected,
@@ -265,8 +305,25 @@ async fn run_on(
         events,
         resumes,
         redis_clients: (expected, after.0),
+        takeovers,
+        post_first: checker::post_first_resumes(&history),
+        audits: history.audits.len(),
         unconfirmed: Report::unconfirmed(&history),
         anomalies,
         wall: began.elapsed(),
     })
+}
+
+/// Takeovers the sessions of `history` went through, read from Redis: each
+/// session's epoch counts its owners, the first included. A session Redis
+/// lost counts none (a takeover it had is not claimed).
+async fn takeovers(history: &history::History, target: &audit::Target) -> anyhow::Result<usize> {
+    let mut conn = audit::connect_to(target).await?;
+    let sessions: BTreeSet<&str> = history.chains.iter().map(|c| c.session.as_str()).collect();
+    let mut total = 0;
+    for session in sessions {
+        let epoch = audit::epoch(&mut conn, session).await?.unwrap_or(0);
+        total += usize::try_from(epoch.saturating_sub(1)).unwrap_or(usize::MAX);
+    }
+    Ok(total)
 }

@@ -39,6 +39,11 @@ pub struct Applied {
     /// Redis Cluster: what happened to the slots (who served them before
     /// and after), for the report.
     pub note: Option<String>,
+    /// Redis Cluster: the slot ranges (inclusive) of the primary a fault
+    /// aimed at; `None` for a fault that touches every session's keys
+    /// (any fault on a single Redis, every node stopped) or none (a fault
+    /// of an instance or of the clients' network).
+    pub touched: Option<Vec<(u16, u16)>>,
 }
 
 impl Applied {
@@ -52,6 +57,29 @@ impl Applied {
         self.lost_slots
             .iter()
             .any(|&(lo, hi)| (lo..=hi).contains(&slot))
+    }
+
+    /// Whether this fault reached `session`'s keys in Redis at all (lost,
+    /// delayed or refused their commands): on a single Redis every Redis
+    /// fault reaches every session; on a cluster a fault aimed at one
+    /// primary reaches only the sessions of its slots, and a fault of an
+    /// instance or of the clients' network reaches none.
+    pub fn touches_keys(&self, session: &str) -> bool {
+        match self.fault.kind() {
+            FaultKind::Kill | FaultKind::Pause | FaultKind::Cut => false,
+            _ => match &self.touched {
+                None => true,
+                Some(ranges) => {
+                    let slot = audit::session_slot(session);
+                    ranges.iter().any(|&(lo, hi)| (lo..=hi).contains(&slot)) || self.lost(session)
+                }
+            },
+        }
+    }
+
+    /// Whether this fault was applied without error.
+    pub fn ok(&self) -> bool {
+        self.error.is_none()
     }
 }
 
@@ -246,6 +274,7 @@ const RECENT_CHAINS: usize = 8;
 struct ClusterEffect {
     lost_slots: Vec<(u16, u16)>,
     note: Option<String>,
+    touched: Option<Vec<(u16, u16)>>,
 }
 
 /// Applies `schedule` to `cluster`, one fault at a time; stops early (with
@@ -277,6 +306,7 @@ pub async fn run(
             error: result.err().map(|e| e.to_string()),
             lost_slots: effect.lost_slots,
             note: effect.note,
+            touched: effect.touched,
         });
     }
     applied
@@ -345,7 +375,8 @@ async fn apply(
         | Fault::PrimaryKill { .. } => {
             let before = cluster.on_kit(|kit| Ok(primaries(kit))).await?;
             let mut killed = None;
-            let result = apply_cluster(cluster, fault, sessions, &mut killed).await;
+            let mut touched = None;
+            let result = apply_cluster(cluster, fault, sessions, &mut killed, &mut touched).await;
             // Whatever happened, the next fault starts on a settled
             // cluster with every node running.
             let settled = cluster
@@ -360,6 +391,7 @@ async fn apply(
                 }
             );
             *effect = compare(&before, &after, manual);
+            effect.touched = touched;
             // A killed primary loses its data even if no replica took
             // over (it comes back empty).
             if let Some(port) = killed
@@ -389,13 +421,28 @@ fn aimed_slot(pick: u64, sessions: &[String]) -> u16 {
 }
 
 /// Applies a Redis Cluster fault; sets `killed` to the port of the
-/// primary it killed, if it did.
+/// primary it killed, if it did, and `touched` to the slot ranges of the
+/// primary it aimed at (left `None` when it stopped every node).
 async fn apply_cluster(
     cluster: &mut Cluster,
     fault: &Fault,
     sessions: &[String],
     killed: &mut Option<u16>,
+    touched: &mut Option<Vec<(u16, u16)>>,
 ) -> anyhow::Result<()> {
+    if let Fault::PrimaryPause { pick, .. }
+    | Fault::Failover { pick, .. }
+    | Fault::PrimaryKill { pick, .. } = fault
+    {
+        let slot = aimed_slot(*pick, sessions);
+        // Read before the fault: afterwards the slots may have moved.
+        *touched = Some(
+            cluster
+                .on_kit(move |kit| Ok(owner(kit, slot)?.0.slots))
+                .await
+                .unwrap_or_else(|_| vec![(slot, slot)]),
+        );
+    }
     match fault {
         Fault::PrimaryPause { pick, hold } => {
             let slot = aimed_slot(*pick, sessions);

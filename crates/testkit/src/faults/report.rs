@@ -29,6 +29,12 @@ pub struct Report {
     /// the count before the clients ran), and the count after they left
     /// (on a Redis Cluster: the busiest node's).
     pub redis_clients: (usize, usize),
+    /// Takeovers, read from the sessions' epochs in Redis at the end.
+    pub takeovers: usize,
+    /// Resumes that POSTed first and were answered `200`.
+    pub post_first: usize,
+    /// Questions the live audit put to Redis and had answered.
+    pub audits: usize,
     /// Why calls ended unconfirmed (the client could not tell whether
     /// the server got them), by reason.
     pub unconfirmed: BTreeMap<String, usize>,
@@ -90,6 +96,7 @@ impl Report {
                             Outcome::Refused { .. } => "refused",
                             Outcome::Drained => "drained",
                             Outcome::Unconfirmed { .. } => "unconfirmed",
+                            Outcome::Empty { .. } => "empty",
                             Outcome::Abandoned { .. } => "abandoned",
                             Outcome::Closed => "closed",
                         };
@@ -128,7 +135,7 @@ impl Report {
 
     /// The markdown table's header.
     pub fn table_header() -> &'static str {
-        "| seed | instances | faults applied | calls (outcomes) | events received | resumes | Redis clients before/after | anomalies | wall |\n|---|---|---|---|---|---|---|---|---|"
+        "| seed | instances | faults applied | calls (outcomes) | events received | resumes (POST-first) | takeovers | live reads | Redis clients before/after | anomalies | wall |\n|---|---|---|---|---|---|---|---|---|---|---|"
     }
 
     /// This run's row.
@@ -140,7 +147,7 @@ impl Report {
             .collect::<Vec<_>>()
             .join(", ");
         format!(
-            "| {} | {} | {} ({}) | {} ({}) | {} | {} | {}/{} | {} | {:.1} s |",
+            "| {} | {} | {} ({}) | {} ({}) | {} | {} ({}) | {} | {} | {}/{} | {} | {:.1} s |",
             self.seed,
             self.instances,
             self.faults.len(),
@@ -149,6 +156,9 @@ impl Report {
             outcomes,
             self.events,
             self.resumes,
+            self.post_first,
+            self.takeovers,
+            self.audits,
             self.redis_clients.0,
             self.redis_clients.1,
             self.anomalies_by_kind(),

@@ -239,14 +239,25 @@ impl Schedule {
         if kinds.is_empty() || config.instances == 0 {
             return Self { faults };
         }
+        // Kinds are dealt from a shuffled deck of every kind switched on,
+        // refilled when empty: `faults` faults hold each kind at least
+        // `faults / kinds` times, so a short run still covers them all.
+        let mut deck: Vec<FaultKind> = Vec::new();
         for _ in 0..config.faults {
+            if deck.is_empty() {
+                deck = kinds.clone();
+                for i in (1..deck.len()).rev() {
+                    deck.swap(i, rng.below(i + 1));
+                }
+            }
+            let kind = deck.pop().unwrap_or(kinds[0]);
             let after = ms(
                 &mut rng,
                 u64::try_from(gap_low).unwrap_or(0),
                 u64::try_from(gap_high).unwrap_or(0),
             );
             let slot = rng.below(config.instances);
-            let fault = match kinds[rng.below(kinds.len())] {
+            let fault = match kind {
                 FaultKind::Kill => Fault::Kill {
                     slot,
                     down: ms(&mut rng, 0, 1500),
@@ -362,6 +373,21 @@ mod tests {
                 .iter()
                 .any(|p| p.fault.kind() == FaultKind::PrimaryKill)
         );
+    }
+
+    #[test]
+    fn every_kind_switched_on_is_dealt_its_share() {
+        let mut cfg = config(&FaultKind::ALL);
+        cfg.faults = 12;
+        let single = Schedule::generate(9, &cfg);
+        for kind in FaultKind::ALL.into_iter().filter(|k| k.applies_to(false)) {
+            let n = single
+                .faults
+                .iter()
+                .filter(|p| p.fault.kind() == kind)
+                .count();
+            assert!(n >= 2, "{kind}: {n} of 12");
+        }
     }
 
     #[test]
