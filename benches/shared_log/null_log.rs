@@ -11,7 +11,7 @@ use futures::future::BoxFuture;
 use futures::stream::BoxStream;
 use rmcp_resume_core::resumption::{StreamId, StreamLookup};
 use rmcp_resume_core::shared::{
-    MirrorOp, Ownership, SharedEvent, SharedLog, SharedLogError, SharedSnapshot,
+    MirrorOp, Ownership, Renewal, SharedEvent, SharedLog, SharedLogError, SharedSnapshot,
 };
 use rmcp_resume_redis::RedisLogConfig;
 
@@ -37,10 +37,13 @@ impl SharedLog for NullLog {
     fn renew<'a>(
         &'a self,
         _session: &'a str,
-        epoch: u64,
-        _lowest_stream: u64,
+        renewal: Renewal,
     ) -> BoxFuture<'a, Result<Ownership, SharedLogError>> {
-        Box::pin(async move { Ok(Ownership::Owned { epoch }) })
+        Box::pin(async move {
+            Ok(Ownership::Owned {
+                epoch: renewal.epoch,
+            })
+        })
     }
 
     fn release<'a>(&'a self, _session: &'a str) -> BoxFuture<'a, Result<(), SharedLogError>> {
@@ -52,6 +55,7 @@ impl SharedLog for NullLog {
         _session: &'a str,
         _epoch: u64,
         count: u64,
+        _lowest: u64,
     ) -> BoxFuture<'a, Result<u64, SharedLogError>> {
         let first = self.next_stream.fetch_add(count, Ordering::Relaxed);
         Box::pin(async move { Ok(first) })

@@ -35,8 +35,9 @@ pub enum Ownership {
     },
     /// This instance owns the session at `epoch`, and the backend had lost
     /// it (a restart without persistence, a failover to a lagging replica):
-    /// it was written again, and the owner must register its open calls
-    /// again.
+    /// it was written again, provisionally. The owner confirms it with a
+    /// [`Renewal::confirm`] if its lease was still live when this answer
+    /// came back, then registers its open calls again.
     Seeded {
         /// The lease epoch, unchanged.
         epoch: u64,
@@ -121,9 +122,48 @@ pub enum SharedLogError {
     /// owner seeds it again with [`SharedLog::renew`].
     #[error("the shared log lost the session's data")]
     Lost,
+    /// This instance's lease ran out by its own clock before a renewal
+    /// was confirmed (a pause, a cut to the backend): another instance may
+    /// own the session now, so this one must stop writing.
+    #[error("this instance's lease ran out by its own clock")]
+    Lapsed,
+    /// Two histories of the session exist: the backend holds another
+    /// epoch's event at an index this owner writes, or handed out a request
+    /// stream number this owner already had (a lossy failover). This owner
+    /// stops rather than continue either.
+    #[error("another writer's event holds index {index} of {stream:?}")]
+    Diverged {
+        /// The stream.
+        stream: StreamId,
+        /// The index both histories claim.
+        index: u64,
+    },
     /// The backend failed (unreachable, timed out, refused).
     #[error("shared log: {0}")]
     Backend(Box<dyn std::error::Error + Send + Sync>),
+}
+
+/// What an owner's lease renewal tells the backend. See
+/// [`SharedLog::renew`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Renewal {
+    /// The epoch the owner holds.
+    pub epoch: u64,
+    /// If the session is seeded again: request stream numbers from here on
+    /// (past every number the owner reserved).
+    pub lowest_stream: u64,
+    /// If the session is seeded again: the standalone stream's next index
+    /// as the owner knows it, so that no later owner gives out an id this
+    /// one gave.
+    pub standalone_head: u64,
+    /// The owner's lease is live by its own clock. Only then may the
+    /// backend seed a session it lost, or take the lease again: an owner
+    /// paused or cut off past its lease may have a successor it never saw.
+    pub live: bool,
+    /// Confirms a seeding this owner's previous renewal made
+    /// ([`Ownership::Seeded`]), once the owner has checked that its lease
+    /// was still live when the answer came back.
+    pub confirm: bool,
 }
 
 /// A replay log shared by several instances. See the [module docs](self).
@@ -138,27 +178,33 @@ pub trait SharedLog: Send + Sync + 'static {
         create: bool,
     ) -> BoxFuture<'a, Result<Ownership, SharedLogError>>;
 
-    /// Keeps the lease this instance holds at `epoch`. A lapsed lease
-    /// nobody took since is taken again at `epoch`; a session the backend
-    /// lost is written again at `epoch`, with request stream numbers from
-    /// `lowest_stream` on. `Owned` at another epoch, or any other answer,
-    /// means the holder was fenced.
+    /// Keeps the lease this instance holds at `renewal.epoch`. A lapsed
+    /// lease nobody took since is taken again at that epoch when the owner
+    /// is [`live`](Renewal::live); a session the backend lost is written
+    /// again at it, provisionally ([`Ownership::Seeded`]), with request
+    /// stream numbers from `lowest_stream` on and the standalone stream
+    /// from `standalone_head` on, again only for a live owner. A backend
+    /// must never continue a provisional seeding the owner did not
+    /// [`confirm`](Renewal::confirm). `Owned` at another epoch, or any
+    /// other answer, means the holder was fenced.
     fn renew<'a>(
         &'a self,
         session: &'a str,
-        epoch: u64,
-        lowest_stream: u64,
+        renewal: Renewal,
     ) -> BoxFuture<'a, Result<Ownership, SharedLogError>>;
 
     /// Gives `session`'s lease back, if this instance holds it.
     fn release<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<(), SharedLogError>>;
 
-    /// Reserves `count` request stream numbers; returns the first.
+    /// Reserves `count` request stream numbers, none below `lowest` (the
+    /// end of the owner's earlier reservations: after a lossy failover the
+    /// backend's counter may lag them); returns the first.
     fn reserve_streams<'a>(
         &'a self,
         session: &'a str,
         epoch: u64,
         count: u64,
+        lowest: u64,
     ) -> BoxFuture<'a, Result<u64, SharedLogError>>;
 
     /// Commits `ops` in order, in one round trip, fenced by `epoch`.
@@ -197,6 +243,13 @@ pub trait SharedLog: Send + Sync + 'static {
     /// How often an owner renews its lease.
     fn renew_every(&self) -> std::time::Duration;
 
+    /// How long a lease lasts from a renewal. The owner counts it on its
+    /// own clock from the moment it sent the renewal, less a tenth for
+    /// clock drift, and writes nothing once it has passed unrenewed.
+    fn lease(&self) -> std::time::Duration {
+        self.renew_every() * 3
+    }
+
     /// How long an owner keeps retrying a batch the backend does not take
     /// (unreachable, timing out) before it gives the session up. Readers
     /// wait at their gates meanwhile: nothing uncommitted is sent.
@@ -212,4 +265,4 @@ mod gate;
 mod holder;
 mod mirror;
 pub use gate::Gate;
-pub use mirror::{Mirror, RESERVE};
+pub use mirror::{LeaseWatch, Mirror, RESERVE};

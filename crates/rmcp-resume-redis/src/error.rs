@@ -26,6 +26,16 @@ pub enum RedisLogError {
     /// the owner seeds it again with [`SessionLog::renew`](crate::SessionLog::renew).
     #[error("redis lost the session's data")]
     Lost,
+    /// Redis holds another epoch's event at an index this batch writes:
+    /// the stream has two histories (a lossy failover), and nothing was
+    /// written.
+    #[error("another writer's event holds index {index} of {stream:?}")]
+    Diverged {
+        /// The stream.
+        stream: rmcp_resume_core::resumption::StreamId,
+        /// The index both histories claim.
+        index: u64,
+    },
     /// The stream was already answered; nothing more may be appended.
     #[error("the stream is finished")]
     Finished,

@@ -77,7 +77,7 @@ pub use config::RedisLogConfig;
 pub use error::RedisLogError;
 pub use lease::{INSTANCE_LOST_ERROR, Lease, LeaseOutcome};
 pub use log::{
-    Appended, Committed, DELETE_SLICE, RedisLog, SessionLog, Snapshot, StoredEvent, Write,
+    Appended, Committed, DELETE_SLICE, RedisLog, Renewal, SessionLog, Snapshot, StoredEvent, Write,
 };
 #[cfg(feature = "rmcp")]
 pub use session_store::RedisSessionStore;

@@ -13,6 +13,7 @@ use crate::group::{GroupCommit, query_alone};
 use crate::keys::{SessionKeys, StreamField, first_index, stream_field};
 use crate::lease::{INSTANCE_LOST_ERROR, Lease, LeaseOutcome};
 use crate::scripts::Scripts;
+pub use rmcp_resume_core::shared::Renewal;
 
 /// A connection to the shared log, cheap to clone.
 #[derive(Clone)]
@@ -197,18 +198,39 @@ impl SessionLog {
         self.lease(owner, mode).await
     }
 
-    /// Keeps `lease` for `owner`, its current holder: a lease that lapsed
-    /// (a pause, a Redis blip) is taken again at the same epoch when nobody
-    /// took the session since, and a session Redis lost is seeded again at
-    /// that epoch, with request stream numbers from `lowest_stream` on. An
-    /// owner never fences itself.
+    /// Keeps `lease` for `owner`, its current holder, whose lease is live
+    /// by its own clock: [`renew_with`](Self::renew_with) with request
+    /// stream numbers from `lowest_stream` on, and no standalone stream
+    /// known.
     pub async fn renew(
         &self,
         owner: &str,
         lease: Lease,
         lowest_stream: u64,
     ) -> Result<LeaseOutcome, RedisLogError> {
-        self.lease(owner, Mode::Renew(lease, lowest_stream)).await
+        let renewal = Renewal {
+            epoch: lease.epoch,
+            lowest_stream,
+            standalone_head: 0,
+            live: true,
+            confirm: false,
+        };
+        self.renew_with(owner, renewal).await
+    }
+
+    /// Keeps the lease of `renewal.epoch` for `owner`, its current holder
+    /// (see [`lease`](crate::lease) for the table): a lease that lapsed (a
+    /// pause, a Redis blip) is taken again at the same epoch when nobody
+    /// took the session since and the owner is live; a session Redis lost
+    /// is seeded again at that epoch, provisionally, for a live owner only.
+    /// A seeding is continued by nobody until `owner` renews with
+    /// [`Renewal::confirm`].
+    pub async fn renew_with(
+        &self,
+        owner: &str,
+        renewal: Renewal,
+    ) -> Result<LeaseOutcome, RedisLogError> {
+        self.lease(owner, Mode::Renew(renewal)).await
     }
 
     /// Ends the open calls of a session whose owner's lease expired, without
@@ -221,11 +243,18 @@ impl SessionLog {
 
     async fn lease(&self, owner: &str, mode: Mode) -> Result<LeaseOutcome, RedisLogError> {
         let config = &self.log.inner.config;
-        let (name, held, lowest) = match mode {
-            Mode::Create => ("create", 0, 0),
-            Mode::Take => ("take", 0, 0),
-            Mode::Renew(lease, lowest) => ("renew", lease.epoch, lowest),
-            Mode::Fence => ("fence", 0, 0),
+        let idle = Renewal {
+            epoch: 0,
+            lowest_stream: 0,
+            standalone_head: 0,
+            live: true,
+            confirm: false,
+        };
+        let (name, renewal) = match mode {
+            Mode::Create => ("create", idle),
+            Mode::Take => ("take", idle),
+            Mode::Renew(renewal) => ("renew", renewal),
+            Mode::Fence => ("fence", idle),
         };
         let reply: Vec<i64> = self
             .log
@@ -240,8 +269,11 @@ impl SessionLog {
             .arg(now_millis())
             .arg(INSTANCE_LOST_ERROR)
             .arg(name)
-            .arg(held)
-            .arg(lowest)
+            .arg(renewal.epoch)
+            .arg(renewal.lowest_stream)
+            .arg(renewal.standalone_head)
+            .arg(u8::from(renewal.live))
+            .arg(u8::from(renewal.confirm))
             .invoke_async(&mut self.log.conn())
             .await?;
         let (code, epoch, extra) = triple(&reply)?;
@@ -282,6 +314,18 @@ impl SessionLog {
     /// Reserves `count` request stream numbers, unique in the session
     /// across every instance and every life of it; returns the first.
     pub async fn reserve_streams(&self, lease: Lease, count: u64) -> Result<u64, RedisLogError> {
+        self.reserve_streams_from(lease, count, 0).await
+    }
+
+    /// [`reserve_streams`](Self::reserve_streams), none below `lowest`: an
+    /// owner passes the end of its earlier reservations, so that a counter
+    /// Redis lost (a lossy failover) never hands one of them out again.
+    pub async fn reserve_streams_from(
+        &self,
+        lease: Lease,
+        count: u64,
+        lowest: u64,
+    ) -> Result<u64, RedisLogError> {
         let reply: Vec<i64> = self
             .log
             .inner
@@ -292,6 +336,7 @@ impl SessionLog {
             .arg(lease.epoch)
             .arg(count.max(1))
             .arg(millis(self.log.inner.config.session_ttl))
+            .arg(lowest)
             .invoke_async(&mut self.log.conn())
             .await?;
         match pair(&reply)? {
@@ -432,6 +477,13 @@ impl SessionLog {
                 held: lease.epoch,
                 current: unsigned(*current)?,
             }),
+            [-5, stream, index, ..] => Err(RedisLogError::Diverged {
+                stream: match u64::try_from(*stream) {
+                    Ok(m) => StreamId::Request(m),
+                    Err(_) => StreamId::Standalone,
+                },
+                index: unsigned(*index)?,
+            }),
             [0, last, holes, dropped @ ..] => Ok(Committed {
                 last: (*last >= 0).then(|| unsigned(*last)).transpose()?,
                 holes: unsigned(*holes)?,
@@ -524,7 +576,7 @@ pub const DELETE_SLICE: u64 = 512;
 enum Mode {
     Create,
     Take,
-    Renew(Lease, u64),
+    Renew(Renewal),
     Fence,
 }
 

@@ -10,7 +10,7 @@ use futures::future::BoxFuture;
 use futures::stream::BoxStream;
 use rmcp_resume_core::resumption::StreamId;
 use rmcp_resume_core::shared::{
-    MirrorOp, Ownership, SharedEvent, SharedLog, SharedLogError, SharedSnapshot,
+    MirrorOp, Ownership, Renewal, SharedEvent, SharedLog, SharedLogError, SharedSnapshot,
 };
 
 use crate::error::RedisLogError;
@@ -70,6 +70,7 @@ impl From<RedisLogError> for SharedLogError {
             RedisLogError::Fenced { current, .. } => Self::Fenced { current },
             RedisLogError::Deleted => Self::Gone,
             RedisLogError::Lost => Self::Lost,
+            RedisLogError::Diverged { stream, index } => Self::Diverged { stream, index },
             other => Self::Backend(Box::new(other)),
         }
     }
@@ -130,18 +131,17 @@ impl SharedLog for RedisShared {
     fn renew<'a>(
         &'a self,
         session: &'a str,
-        epoch: u64,
-        lowest_stream: u64,
+        renewal: Renewal,
     ) -> BoxFuture<'a, Result<Ownership, SharedLogError>> {
         Box::pin(async move {
             let outcome = self
                 .log
                 .session(session)
-                .renew(&self.owner, Lease { epoch }, lowest_stream)
+                .renew_with(&self.owner, renewal)
                 .await?;
             match outcome {
                 LeaseOutcome::Seeded(_) => {
-                    tracing::warn!(session_id = %session, epoch, "redis had lost the session; seeded it again (each stream's floor starts after the loss)");
+                    tracing::warn!(session_id = %session, epoch = renewal.epoch, "redis had lost the session; seeded it again (each stream's floor starts after the loss)");
                 }
                 LeaseOutcome::Deleted => return Err(SharedLogError::Gone),
                 _ => {}
@@ -162,12 +162,13 @@ impl SharedLog for RedisShared {
         session: &'a str,
         epoch: u64,
         count: u64,
+        lowest: u64,
     ) -> BoxFuture<'a, Result<u64, SharedLogError>> {
         Box::pin(async move {
             Ok(self
                 .log
                 .session(session)
-                .reserve_streams(Lease { epoch }, count)
+                .reserve_streams_from(Lease { epoch }, count, lowest)
                 .await?)
         })
     }
@@ -253,6 +254,10 @@ impl SharedLog for RedisShared {
 
     fn renew_every(&self) -> Duration {
         self.log.config().lease / 3
+    }
+
+    fn lease(&self) -> Duration {
+        self.log.config().lease
     }
 
     fn outage_limit(&self) -> Duration {

@@ -238,8 +238,13 @@ async fn a_write_after_the_loss_closes_its_gate() {
         .await
         .expect("lost");
     tokio::task::yield_now().await;
-    // The worker has not seen `lost` yet and opens a request stream.
-    let m = mirror.next_stream().await.expect("a reserved number");
+    // The worker has not seen `lost` yet: no new call is admitted, and a
+    // write it hands the mirror for a stream it had closes that one's gate.
+    assert!(
+        mirror.next_stream().await.is_err(),
+        "a call admitted after the session was lost"
+    );
+    let m = 5;
     let gate = Gate::new(0);
     mirror.append(StreamId::Request(m), 0, None, &gate);
     let decided = tokio::time::timeout(Duration::from_secs(3), gate.committed(0)).await;

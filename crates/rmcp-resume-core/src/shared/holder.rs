@@ -1,14 +1,34 @@
-//! The lease of one session as this instance holds it: its epoch, the
-//! request stream numbers it reserved, and its calls not answered yet. The
+//! The lease of one session as this instance holds it: its epoch, its
+//! lease clock, the ids it gave out, and its calls not answered yet. The
 //! worker's [`Mirror`](super::Mirror) and its task share one, so that every
 //! way of learning that the backend lost the session (a renewal, a commit,
 //! a reservation) seeds it again the same way.
+//!
+//! # The lease clock
+//!
+//! The owner keeps its lease on its own clock: a renewal sent at `t` that
+//! the backend took keeps the lease live until `t + lease - lease/10` (the
+//! backend's expiry starts later than `t`, and the tenth absorbs clock
+//! drift). Once that has passed unrenewed, another instance may own the
+//! session, so this one admits no new call and commits nothing until a
+//! renewal says it still holds the lease; and it never seeds a session the
+//! backend lost, because its history may not be the latest one.
+//!
+//! | Renewal answer | Live when the answer came back | Then |
+//! |---|---|---|
+//! | owned at this epoch | either | the lease is live until the send time plus the lease |
+//! | seeded again | yes | confirmed, then the open calls are registered again |
+//! | seeded again | no | not confirmed: nobody continues it; this owner stops ([`SharedLogError::Lapsed`]) |
+//! | anything else | either | fenced: this owner stops |
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 
-use super::{MirrorOp, Ownership, SharedLog, SharedLogError};
+use tokio::time::Instant;
+
+use super::{MirrorOp, Ownership, Renewal, SharedLog, SharedLogError};
 
 /// See the [module docs](self).
 pub(super) struct Holder {
@@ -18,28 +38,71 @@ pub(super) struct Holder {
     /// A session the backend lost is seeded again with request stream
     /// numbers from here on.
     end: AtomicU64,
+    /// The standalone stream's next index as far as this owner knows.
+    standalone: AtomicU64,
     /// Committed calls not answered yet, with their request ids: after a
     /// seeding they are registered again, so that a later takeover still
     /// ends them with an error instead of leaving their readers waiting.
     open: Mutex<HashMap<u64, String>>,
     /// Seeded, and the open calls not registered again yet.
     reopen: AtomicBool,
+    /// How long a renewal keeps the lease live, by this owner's clock.
+    lease: Duration,
+    /// Until when the lease is live by this owner's clock.
+    live_until: Mutex<Instant>,
+}
+
+/// The lease counted on the owner's clock: a tenth shorter than the
+/// backend's, for drift between the clocks.
+fn own_lease(lease: Duration) -> Duration {
+    lease.saturating_sub(lease / 10)
 }
 
 impl Holder {
-    pub(super) fn new(shared: Arc<dyn SharedLog>, session: Arc<str>, epoch: u64) -> Self {
+    /// A lease the backend granted to a request sent at `sent`.
+    pub(super) fn new(
+        shared: Arc<dyn SharedLog>,
+        session: Arc<str>,
+        epoch: u64,
+        sent: Instant,
+    ) -> Self {
+        let lease = own_lease(shared.lease());
         Self {
             shared,
             session,
             epoch,
             end: AtomicU64::new(0),
+            standalone: AtomicU64::new(0),
             open: Mutex::new(HashMap::new()),
             reopen: AtomicBool::new(false),
+            lease,
+            live_until: Mutex::new(sent + lease),
         }
     }
 
     fn open_calls<R>(&self, f: impl FnOnce(&mut HashMap<u64, String>) -> R) -> R {
         f(&mut self.open.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    fn live_until(&self) -> Instant {
+        *self
+            .live_until
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Whether the lease is live by this owner's clock.
+    pub(super) fn is_live(&self) -> bool {
+        Instant::now() < self.live_until()
+    }
+
+    /// A renewal sent at `sent` was granted.
+    fn renewed(&self, sent: Instant) {
+        let mut until = self
+            .live_until
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        *until = (*until).max(sent + self.lease);
     }
 
     /// A call's stream was committed open.
@@ -52,30 +115,75 @@ impl Holder {
         self.open_calls(|open| open.remove(&m));
     }
 
-    /// Reserves a block of request stream numbers; returns the first.
+    /// Event `index` of the standalone stream was committed.
+    pub(super) fn standalone_committed(&self, index: u64) {
+        self.standalone
+            .fetch_max(index.saturating_add(1), Ordering::AcqRel);
+    }
+
+    /// The standalone stream's next index when this owner took the session.
+    pub(super) fn standalone_from(&self, head: u64) {
+        self.standalone.fetch_max(head, Ordering::AcqRel);
+    }
+
+    /// Reserves a block of request stream numbers; returns the first. A
+    /// block that overlaps numbers this owner already had means the backend
+    /// went back (a lossy failover): the session's history cannot be
+    /// trusted here, so this owner stops rather than number two calls alike.
     pub(super) async fn reserve(&self, count: u64) -> Result<u64, SharedLogError> {
+        let lowest = self.end.load(Ordering::Acquire);
         let first = self
             .shared
-            .reserve_streams(&self.session, self.epoch, count)
+            .reserve_streams(&self.session, self.epoch, count, lowest)
             .await?;
+        if first < lowest {
+            return Err(SharedLogError::Diverged {
+                stream: crate::resumption::StreamId::Request(first),
+                index: 0,
+            });
+        }
         self.end
             .fetch_max(first.saturating_add(count), Ordering::AcqRel);
         Ok(first)
     }
 
-    /// Keeps the lease: `Ok` while this instance writes the session. A
-    /// lapsed lease nobody took is taken again; a session the backend lost
-    /// is seeded again and gets its open calls back (retried at the next
-    /// keep if that fails). A backend error is returned as it is.
+    /// Keeps the lease: `Ok` while this instance writes the session. See the
+    /// [module docs](self) for the table. A backend error is returned as it
+    /// is.
     pub(super) async fn keep(&self) -> Result<(), SharedLogError> {
-        let lowest = self.end.load(Ordering::Acquire);
-        match self.shared.renew(&self.session, self.epoch, lowest).await? {
-            Ownership::Owned { epoch } if epoch == self.epoch => {}
+        let sent = Instant::now();
+        let live = sent < self.live_until();
+        let renewal = Renewal {
+            epoch: self.epoch,
+            lowest_stream: self.end.load(Ordering::Acquire),
+            standalone_head: self.standalone.load(Ordering::Acquire),
+            live,
+            confirm: false,
+        };
+        match self.shared.renew(&self.session, renewal).await? {
+            Ownership::Owned { epoch } if epoch == self.epoch => self.renewed(sent),
             Ownership::Seeded { epoch } if epoch == self.epoch => {
+                // The seeding is this owner's history only if nobody could
+                // have taken the session before the backend wrote it.
+                if !self.is_live() {
+                    return Err(SharedLogError::Lapsed);
+                }
+                let confirm = Renewal {
+                    confirm: true,
+                    ..renewal
+                };
+                match self.shared.renew(&self.session, confirm).await? {
+                    Ownership::Owned { epoch } if epoch == self.epoch => {}
+                    _ => return Err(SharedLogError::Fenced { current: 0 }),
+                }
+                self.renewed(sent);
                 self.reopen.store(true, Ordering::Release);
             }
             Ownership::Owned { epoch: current } | Ownership::Seeded { epoch: current } => {
                 return Err(SharedLogError::Fenced { current });
+            }
+            Ownership::HeldElsewhere | Ownership::Unknown if !live => {
+                return Err(SharedLogError::Lapsed);
             }
             Ownership::HeldElsewhere | Ownership::Unknown => {
                 return Err(SharedLogError::Fenced { current: 0 });
@@ -96,5 +204,14 @@ impl Holder {
             self.reopen.store(false, Ordering::Release);
         }
         Ok(())
+    }
+
+    /// Makes sure the lease is live before a write: a lapsed one is renewed
+    /// first (the backend grants it only if this owner still holds it).
+    pub(super) async fn live(&self) -> Result<(), SharedLogError> {
+        if self.is_live() {
+            return Ok(());
+        }
+        self.keep().await
     }
 }

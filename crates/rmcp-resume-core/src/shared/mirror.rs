@@ -16,9 +16,11 @@
 //! | unreachable, timed out | retries the batch, pausing 50 ms doubling to 1 s, until the outage limit |
 //! | lost the session ([`SharedLogError::Lost`]) | seeds it again ([`SharedLog::renew`]), registers its open calls again, and retries: each stream's floor then starts after the loss |
 //! | committed, but an append dropped (its stream was answered) | closes that stream's gate: its reader ends instead of sending an event the log lacks |
-//! | fenced, deleted | stops: the session is lost here |
-//! | renewal: owned at this epoch | carries on (a lapsed lease is taken again; after a failed try, at once) |
-//! | renewal: seeded again | registers the open calls again |
+//! | fenced, deleted, diverged | stops: the session is lost here |
+//! | a batch, and the lease not live by this owner's clock | renews first; commits only if the lease is still this owner's ([`holder`](super::holder)) |
+//! | renewal: owned at this epoch | carries on (a lapsed lease is taken again only if nobody took it and this owner still holds it) |
+//! | renewal: seeded again | confirms it if the lease was live when the answer came, and registers the open calls again; else stops |
+//! | renewal: unreachable | carries on, until renewals have failed for the outage limit (an idle owner gives up too) |
 //! | renewal: anything else | stops |
 //!
 //! A batch of control frames alone (a call's priming event, its opening)
@@ -30,8 +32,10 @@
 //! whose answer Redis already holds.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
+
+use tokio::time::Instant;
 
 use super::holder::Holder;
 use super::{Gate, MirrorOp, Ownership, SharedLog, SharedLogError};
@@ -102,15 +106,16 @@ impl Mirror {
         session: SessionId,
         create: bool,
     ) -> Result<Result<Self, Ownership>, SharedLogError> {
+        let sent = Instant::now();
         let epoch = match shared.acquire(&session, create).await? {
             Ownership::Owned { epoch } | Ownership::Seeded { epoch } => epoch,
             other => return Ok(Err(other)),
         };
-        let holder = Arc::new(Holder::new(shared, session, epoch));
+        let holder = Arc::new(Holder::new(shared, session, epoch, sent));
         let first = holder.reserve(RESERVE).await?;
         let (writes, rx) = mpsc::unbounded_channel();
         let lost = CancellationToken::new();
-        tokio::spawn(Task(holder.clone()).run(rx, lost.clone()));
+        tokio::spawn(Task::new(holder.clone()).run(rx, lost.clone()));
         Ok(Ok(Self {
             holder,
             writes,
@@ -125,9 +130,26 @@ impl Mirror {
         self.lost.clone()
     }
 
+    /// The standalone stream's next index when this instance took the
+    /// session: should the backend lose the session, no later owner gives
+    /// out an id below it.
+    pub fn standalone_from(&self, head: u64) {
+        self.holder.standalone_from(head);
+    }
+
+    /// A view of this owner's lease, for admitting calls.
+    pub fn lease(&self) -> LeaseWatch {
+        LeaseWatch(self.holder.clone())
+    }
+
     /// The next request stream number, reserving more when the block is
     /// used up (one round trip per [`RESERVE`] streams).
     pub async fn next_stream(&mut self) -> Result<u64, SharedLogError> {
+        // A new call is admitted only while this owner may write it.
+        if self.lost.is_cancelled() {
+            return Err(SharedLogError::Gone);
+        }
+        self.holder.live().await?;
         if self.next >= self.end {
             let first = match self.holder.reserve(RESERVE).await {
                 // The backend lost the session: seed it again above every
@@ -223,10 +245,40 @@ fn drain(writes: &mut mpsc::UnboundedReceiver<Pending>, batch: &mut Vec<Pending>
     }
 }
 
+/// Whether an owner's lease is live by its own clock (see
+/// [`Mirror::lease`]). Cheap to clone.
+#[derive(Clone)]
+pub struct LeaseWatch(Arc<Holder>);
+
+impl LeaseWatch {
+    /// Whether this instance may admit a new call: its lease is live by
+    /// its own clock. Once it is not, another instance may own the session.
+    pub fn is_live(&self) -> bool {
+        self.0.is_live()
+    }
+}
+
+impl std::fmt::Debug for LeaseWatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LeaseWatch")
+            .field("live", &self.is_live())
+            .finish()
+    }
+}
+
 /// The mirror task's state.
-struct Task(Arc<Holder>);
+struct Task(Arc<Holder>, Mutex<Option<Instant>>);
 
 impl Task {
+    fn new(holder: Arc<Holder>) -> Self {
+        Self(holder, Mutex::new(None))
+    }
+
+    /// Renewals have failed since this moment, if they are failing.
+    fn failing_since(&self) -> std::sync::MutexGuard<'_, Option<Instant>> {
+        self.1.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
     /// Commits writes in order, in batches, and renews the lease.
     async fn run(self, mut writes: mpsc::UnboundedReceiver<Pending>, lost: CancellationToken) {
         let mut gates: HashMap<StreamId, Gate> = HashMap::new();
@@ -296,6 +348,14 @@ impl Task {
                         }
                     }
                 }
+                if let MirrorOp::Append {
+                    stream: StreamId::Standalone,
+                    index,
+                    ..
+                } = pending.op
+                {
+                    self.0.standalone_committed(index);
+                }
                 let finished = match pending.op {
                     MirrorOp::Finish { stream } => Some(stream),
                     _ => pending.finish,
@@ -325,10 +385,20 @@ impl Task {
     /// Keeps the lease: `Err` when this instance may no longer write.
     async fn renew(&self) -> Result<(), SharedLogError> {
         match self.0.keep().await {
-            Ok(()) => Ok(()),
-            Err(error @ (SharedLogError::Fenced { .. } | SharedLogError::Gone)) => Err(error),
-            // The backend away for a moment: the commits will tell.
+            Ok(()) => {
+                *self.failing_since() = None;
+                Ok(())
+            }
+            Err(error) if terminal(&error) => Err(error),
+            // The backend away for a moment: the next renewal or commit
+            // tells. An idle owner has no commit to give up on, so its
+            // renewals count the outage themselves.
             Err(error) => {
+                let now = Instant::now();
+                let since = *self.failing_since().get_or_insert(now);
+                if now.duration_since(since) >= self.0.shared.outage_limit() {
+                    return Err(error);
+                }
                 tracing::debug!(session_id = %self.0.session, %error, "lease renewal failed");
                 Ok(())
             }
@@ -364,12 +434,23 @@ impl Task {
         let mut tries: u32 = 0;
         loop {
             tries = tries.saturating_add(1);
-            let error = match self
-                .0
-                .shared
-                .commit(&self.0.session, self.0.epoch, &ops)
-                .await
-            {
+            // Nothing is committed once the lease has run out by this
+            // owner's clock, unless a renewal says it still holds it.
+            let live = match self.0.live().await {
+                Ok(()) => Ok(()),
+                Err(error) if terminal(&error) => return Err(error),
+                Err(error) => Err(error),
+            };
+            let result = match live {
+                Ok(()) => {
+                    self.0
+                        .shared
+                        .commit(&self.0.session, self.0.epoch, &ops)
+                        .await
+                }
+                Err(error) => Err(error),
+            };
+            let error = match result {
                 Ok(dropped) => {
                     // Back after an outage: the lease may have lapsed
                     // meanwhile, so it is taken again now, not a period
@@ -379,9 +460,7 @@ impl Task {
                     }
                     return Ok(dropped);
                 }
-                Err(error @ (SharedLogError::Fenced { .. } | SharedLogError::Gone)) => {
-                    return Err(error);
-                }
+                Err(error) if terminal(&error) => return Err(error),
                 Err(SharedLogError::Lost) => {
                     tracing::info!(session_id = %self.0.session, epoch = self.0.epoch, "the shared log lost the session; seeding it again");
                     // Seeding registers the open calls again (see `renew`).
@@ -402,3 +481,14 @@ impl Task {
 
 #[cfg(test)]
 mod tests;
+
+/// Whether `error` means this instance may no longer write the session.
+fn terminal(error: &SharedLogError) -> bool {
+    matches!(
+        error,
+        SharedLogError::Fenced { .. }
+            | SharedLogError::Gone
+            | SharedLogError::Lapsed
+            | SharedLogError::Diverged { .. }
+    )
+}

@@ -9,7 +9,9 @@
 --   'f', stream, '', ''                                 the call is answered
 -- Returns {-4, 0, 0, 0} when the session was deleted, {-3, 0, 0, 0} when
 -- Redis no longer knows it (lost data: the owner seeds it again),
--- {-1, current epoch, 0, 0} when fenced, else {0, index of the last append
+-- {-1, current epoch, 0, 0} when fenced, {-5, stream, index, 0} when an
+-- index this batch writes holds another epoch's event (the histories
+-- diverged: nothing is written), else {0, index of the last append
 -- (or -1), holes found, then the stream of each append dropped because its
 -- stream was answered}.
 --
@@ -25,6 +27,11 @@
 -- '<index>' = data), one small key instead of a Redis stream, whose first
 -- node alone preallocates 4 KiB. Nothing appends to an answered stream, so
 -- a packed stream never changes again; read.lua reads both layouts.
+--
+-- Each stream's state names the epoch that last wrote it ('e'). An index
+-- below the head is skipped as an earlier try's only when that epoch is
+-- this batch's: epochs are never handed out twice, so then it is this
+-- owner's own write; another epoch's event there means two histories.
 local base = ARGV[1]
 local guard = redis.call('MGET', base .. 'gone', KEYS[1])
 if guard[1] then
@@ -68,7 +75,8 @@ if (#ARGV - 9) % 4 == 0 and quick >= 1 and quick <= packed_events and stream ~= 
   end
   local meta = base .. 'm:' .. stream
   if quick > 0 and redis.call('EXISTS', meta) == 0 then
-    local fields = {'head', quick, 'floor', 0, 'bytes', bytes, 'finished', 1, 'packed', 1}
+    local fields = {'head', quick, 'floor', 0, 'bytes', bytes, 'finished', 1, 'packed', 1,
+      'e', ARGV[2]}
     local index = 0
     for i = 10, #ARGV - 4, 4 do
       if ARGV[i] == 'a' then
@@ -105,7 +113,7 @@ local function state(stream)
   local s = states[stream]
   if s ~= nil then return s end
   local meta = base .. 'm:' .. stream
-  local fields = redis.call('HMGET', meta, 'head', 'floor', 'bytes', 'finished')
+  local fields = redis.call('HMGET', meta, 'head', 'floor', 'bytes', 'finished', 'e')
   s = {
     meta = meta,
     key = base .. 'x:' .. stream,
@@ -118,6 +126,8 @@ local function state(stream)
     floor = tonumber(fields[2] or first_index(stream)),
     bytes = tonumber(fields[3] or '0'),
     finished = fields[4] == '1',
+    -- The epoch that last wrote it; states of earlier releases have none.
+    writer = fields[5],
     trim = 0,
     dirty = false,
     -- A stream this batch starts keeps its appends here until the end,
@@ -202,6 +212,17 @@ local function append(stream, at, data)
   last = index
 end
 
+-- Before any write: an index below a stream's head that another epoch
+-- wrote is not this batch's earlier try.
+for i = 10, #ARGV, 4 do
+  if ARGV[i] == 'a' and ARGV[i + 2] ~= '*' then
+    local s = state(ARGV[i + 1])
+    if tonumber(ARGV[i + 2]) < s.head and s.writer and s.writer ~= ARGV[2] then
+      return {-5, ARGV[i + 1] == 's' and -1 or tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2]), 0}
+    end
+  end
+end
+
 for i = 10, #ARGV, 4 do
   local kind, stream = ARGV[i], ARGV[i + 1]
   if kind == 'a' then
@@ -235,7 +256,8 @@ end
 for _, stream in ipairs(touched) do
   local s = states[stream]
   if s.dirty and packs(s) then
-    local fields = {'head', s.head, 'floor', s.floor, 'bytes', s.bytes, 'finished', 1, 'packed', 1}
+    local fields = {'head', s.head, 'floor', s.floor, 'bytes', s.bytes, 'finished', 1, 'packed', 1,
+      'e', ARGV[2]}
     for _, e in ipairs(s.pending) do
       fields[#fields + 1] = e.index
       fields[#fields + 1] = e.data
@@ -248,9 +270,10 @@ for _, stream in ipairs(touched) do
     end
     trim(s)
     if s.finished then
-      redis.call('HSET', s.meta, 'head', s.head, 'floor', s.floor, 'bytes', s.bytes, 'finished', 1)
+      redis.call('HSET', s.meta, 'head', s.head, 'floor', s.floor, 'bytes', s.bytes, 'finished', 1,
+        'e', ARGV[2])
     else
-      redis.call('HSET', s.meta, 'head', s.head, 'floor', s.floor, 'bytes', s.bytes)
+      redis.call('HSET', s.meta, 'head', s.head, 'floor', s.floor, 'bytes', s.bytes, 'e', ARGV[2])
     end
     -- The events live exactly as long as the state that vouches for them.
     local keep_for = s.finished and answered_ttl or ttl

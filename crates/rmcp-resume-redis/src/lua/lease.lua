@@ -1,30 +1,60 @@
 -- Takes, renews or fences a session's ownership lease.
 -- KEYS[1] the session's epoch key (it names the slot)
 -- ARGV: base, owner, lease (ms), session ttl (ms), now (ms), error JSON tail,
---       mode, held epoch, lowest next stream number
+--       mode, held epoch, lowest next stream number, standalone head,
+--       live ('1' when the owner's lease is live by its own clock),
+--       confirm ('1' confirms this owner's seeding)
 -- Modes:
 --   'create' take a free lease, starting the session if Redis lacks it
 --   'take'   take a free lease of a session Redis knows
---   'renew'  keep the lease of `held epoch`: a lapsed one is re-taken at the
---            same epoch when nobody took it since, and a session Redis lost
---            (a restart, a failover to a lagging replica) is seeded again at
---            that epoch, so an owner never fences itself
+--   'renew'  keep the lease of `held epoch` (see below)
 --   'fence'  end a dead owner's open calls without holding the lease (a
 --            reader that serves no worker must never keep a session, nor
 --            refresh it: with no call open it changes nothing)
+--
+-- Epochs never go back, also after Redis lost its data: a new epoch is the
+-- larger of the session's current epoch + 1 and Redis's clock in ms, so an
+-- epoch handed out before a loss is never handed out again (a restart
+-- without persistence, a failover to a lagging replica).
+--
+-- 'renew' by the holder of `held epoch`:
+--   lease held by this owner          renewed; `confirm` ends a seeding
+--   owner's lease not live            fenced: it may not write again
+--   current epoch above held          fenced (taken over since)
+--   current epoch equal, lease free   taken again at the same epoch
+--   current epoch below held          Redis lost what this owner wrote: the
+--     (or missing; also when another  session is seeded again at `held`,
+--     instance holds a lower epoch:   provisionally, with its stream numbers
+--     the higher epoch wins)          and standalone stream past everything
+--                                     the owner gave out; a lower holder's
+--                                     open calls end with the error
+-- Only an owner whose lease is live by its own clock may seed: nobody else
+-- can have written the session since its last renewal, so its history is
+-- the whole history. A stale owner (paused or cut off past its lease) that
+-- seeded would hand clients its history in place of its successor's.
+-- A seeding stays provisional until the owner confirms it (it checks its
+-- clock once the answer is back): a take of a provisional session finds it
+-- unknown, so an unconfirmed seeding is never continued by anyone.
+--
 -- A new epoch fences every earlier owner; each request stream the earlier
 -- owner left open then ends with a terminal JSON-RPC error.
 -- Returns {1, epoch, 0} held by this owner, {0, epoch, ttl left} held by
--- another (or taken over since `held epoch`), {2, epoch, streams ended}
--- taken or fenced, {3, 0, 0} unknown, {4, 0, 0} deleted,
--- {5, epoch, 0} seeded again after Redis lost it.
+-- another (or taken over since `held epoch`, or not live), {2, epoch,
+-- streams ended} taken or fenced, {3, 0, 0} unknown, {4, 0, 0} deleted,
+-- {5, epoch, 0} seeded again (provisionally) after Redis lost it.
+if redis.replicate_commands then
+  -- Redis before 5 replicates a script verbatim unless told otherwise, and
+  -- TIME is not deterministic.
+  redis.replicate_commands()
+end
 local base, owner, ttl, mode = ARGV[1], ARGV[2], ARGV[4], ARGV[7]
 local lease = base .. 'lease'
+local seeding = base .. 'seeding'
 
 local function refresh()
   -- Activity keeps every session-wide key, and each open call's, alive.
   for _, key in ipairs({KEYS[1], base .. 'state', base .. 'next', base .. 'open',
-      base .. 'm:s', base .. 'x:s'}) do
+      base .. 'm:s', base .. 'x:s', seeding}) do
     redis.call('PEXPIRE', key, ttl)
   end
   local open = redis.call('HKEYS', base .. 'open')
@@ -35,8 +65,57 @@ local function refresh()
 end
 
 local function hold(epoch)
-  redis.call('HSET', lease, 'owner', owner, 'epoch', epoch)
+  redis.call('HSET', lease, 'owner', owner, 'epoch', string.format('%d', epoch))
   redis.call('PEXPIRE', lease, ARGV[3])
+end
+
+-- Ends every call the session has open with the terminal error, written
+-- under `epoch`.
+local function end_open_calls(epoch)
+  local open = redis.call('HGETALL', base .. 'open')
+  local ended = 0
+  for i = 1, #open, 2 do
+    local stream, id = open[i], open[i + 1]
+    local meta, key = base .. 'm:' .. stream, base .. 'x:' .. stream
+    local head = tonumber(redis.call('HGET', meta, 'head') or '0')
+    local data = '{"jsonrpc":"2.0","id":' .. id .. ',"error":' .. ARGV[6] .. '}'
+    redis.call('XADD', key, string.format('%d-1', head), 'd', data, 't', ARGV[5],
+      'w', string.len(data))
+    redis.call('HSET', meta, 'head', string.format('%d', head + 1), 'finished', 1,
+      'e', string.format('%d', epoch))
+    redis.call('HINCRBY', meta, 'bytes', string.len(data))
+    redis.call('PEXPIRE', meta, ttl)
+    redis.call('PEXPIRE', key, ttl)
+    ended = ended + 1
+  end
+  redis.call('DEL', base .. 'open')
+  return ended
+end
+
+-- Writes the session again at this owner's epoch, past every id it gave.
+local function seed(held)
+  redis.call('SET', KEYS[1], string.format('%d', held), 'PX', ttl)
+  local next = tonumber(redis.call('GET', base .. 'next') or '0')
+  local lowest = tonumber(ARGV[9])
+  if next < lowest then
+    redis.call('SET', base .. 'next', string.format('%d', lowest), 'PX', ttl)
+  end
+  -- The standalone stream goes on where this owner's went: a later owner
+  -- reads its head here, and must not give out an id this one gave.
+  local standalone = tonumber(ARGV[10])
+  local meta = base .. 'm:s'
+  local head = tonumber(redis.call('HGET', meta, 'head') or '1')
+  if head < standalone then
+    -- Events from before the loss cannot say where the lost ones went:
+    -- a cursor among them gets the floor, never a continuation.
+    redis.call('DEL', base .. 'x:s')
+    redis.call('HSET', meta, 'head', string.format('%d', standalone),
+      'floor', string.format('%d', standalone), 'bytes', 0, 'e', string.format('%d', held))
+    redis.call('PEXPIRE', meta, ttl)
+  end
+  redis.call('SET', seeding, string.format('%d', held), 'PX', ttl)
+  hold(held)
+  refresh()
 end
 
 if redis.call('EXISTS', base .. 'gone') == 1 then
@@ -44,37 +123,42 @@ if redis.call('EXISTS', base .. 'gone') == 1 then
 end
 local current = tonumber(redis.call('GET', KEYS[1]) or '0')
 local holder = redis.call('HGET', lease, 'owner')
+local live = ARGV[11] == '1'
 if mode ~= 'fence' and holder == owner then
   redis.call('PEXPIRE', lease, ARGV[3])
+  if ARGV[12] == '1' then
+    redis.call('DEL', seeding)
+  end
   refresh()
   return {1, current, 0}
 end
-if holder then
-  return {0, current, redis.call('PTTL', lease)}
-end
 if mode == 'renew' then
   local held = tonumber(ARGV[8])
-  if current > held then
-    return {0, current, 0}
+  if not live or current > held or (holder and current == held) then
+    return {0, current, math.max(redis.call('PTTL', lease), 0)}
   end
   if current == held then
     hold(held)
     refresh()
     return {1, held, 0}
   end
-  -- Redis holds less than this owner wrote: the session is seeded again,
-  -- and each stream's next append sets its floor above the lost events.
-  redis.call('SET', KEYS[1], held, 'PX', ttl)
-  local next = tonumber(redis.call('GET', base .. 'next') or '0')
-  local lowest = tonumber(ARGV[9])
-  if next < lowest then
-    redis.call('SET', base .. 'next', lowest, 'PX', ttl)
+  -- Redis holds less than this owner wrote. Another holder can only be a
+  -- lower epoch that took the session after the loss: the higher one wins.
+  if holder then
+    end_open_calls(held)
   end
-  hold(held)
-  refresh()
+  seed(held)
   return {5, held, 0}
 end
+if holder then
+  return {0, current, redis.call('PTTL', lease)}
+end
 if mode ~= 'create' and current == 0 then
+  return {3, 0, 0}
+end
+if redis.call('EXISTS', seeding) == 1 then
+  -- Seeded after a loss and never confirmed: nobody vouches for what it
+  -- holds, so nobody continues it.
   return {3, 0, 0}
 end
 if mode == 'fence' and redis.call('EXISTS', base .. 'open') == 0 then
@@ -82,24 +166,14 @@ if mode == 'fence' and redis.call('EXISTS', base .. 'open') == 0 then
   -- nobody runs.
   return {3, 0, 0}
 end
-local epoch = redis.call('INCR', KEYS[1])
-if mode ~= 'fence' then
+local clock = redis.call('TIME')
+local epoch = math.max(current + 1,
+  tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000))
+if mode == 'fence' then
+  redis.call('SET', KEYS[1], string.format('%d', epoch), 'KEEPTTL')
+else
+  redis.call('SET', KEYS[1], string.format('%d', epoch), 'PX', ttl)
   hold(epoch)
-  redis.call('PEXPIRE', KEYS[1], ttl)
 end
-local open = redis.call('HGETALL', base .. 'open')
-local ended = 0
-for i = 1, #open, 2 do
-  local stream, id = open[i], open[i + 1]
-  local meta, key = base .. 'm:' .. stream, base .. 'x:' .. stream
-  local head = tonumber(redis.call('HGET', meta, 'head') or '0')
-  local data = '{"jsonrpc":"2.0","id":' .. id .. ',"error":' .. ARGV[6] .. '}'
-  redis.call('XADD', key, head .. '-1', 'd', data, 't', ARGV[5], 'w', string.len(data))
-  redis.call('HSET', meta, 'head', head + 1, 'finished', 1)
-  redis.call('HINCRBY', meta, 'bytes', string.len(data))
-  redis.call('PEXPIRE', meta, ttl)
-  redis.call('PEXPIRE', key, ttl)
-  ended = ended + 1
-end
-redis.call('DEL', base .. 'open')
+local ended = end_open_calls(epoch)
 return {2, epoch, ended}

@@ -1,7 +1,8 @@
 -- Reserves request stream numbers, unique in the session across every
 -- instance and every life of it. Fenced by the lease epoch.
 -- KEYS[1] the session's epoch key (it names the slot)
--- ARGV: base, epoch, count, session ttl (ms)
+-- ARGV: base, epoch, count, session ttl (ms), lowest first number (the
+--       owner's numbers so far: after Redis lost data, never one again)
 -- Returns {-4, 0} deleted, {-3, 0} unknown to Redis (lost data),
 -- {-1, current epoch} when fenced, else {first number, epoch}.
 if redis.call('EXISTS', ARGV[1] .. 'gone') == 1 then
@@ -15,6 +16,10 @@ if current ~= tonumber(ARGV[2]) then
   return {-1, current}
 end
 local next = ARGV[1] .. 'next'
+local lowest = tonumber(ARGV[5] or '0')
+if tonumber(redis.call('GET', next) or '0') < lowest then
+  redis.call('SET', next, string.format('%d', lowest))
+end
 local last = redis.call('INCRBY', next, ARGV[3])
 redis.call('PEXPIRE', next, ARGV[4])
 return {last - tonumber(ARGV[3]), current}

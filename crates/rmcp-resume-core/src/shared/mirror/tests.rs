@@ -8,7 +8,7 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use futures::stream::BoxStream;
 
-use super::super::{MirrorOp, Ownership, SharedLog, SharedLogError, SharedSnapshot};
+use super::super::{MirrorOp, Ownership, Renewal, SharedLog, SharedLogError, SharedSnapshot};
 use super::*;
 
 /// What the fake answers to the next commit.
@@ -20,9 +20,27 @@ enum Answer {
     Fenced,
 }
 
+/// What the fake answers to the next renewal (after the scripted ones: as
+/// the backend would, seeding when it lost the session).
+#[derive(Debug, Clone, Copy)]
+enum Renewed {
+    Seeded,
+    HeldElsewhere,
+    Unreachable,
+}
+
 #[derive(Default)]
 struct Script {
     answers: VecDeque<Answer>,
+    renew_answers: VecDeque<Renewed>,
+    /// Every renewal as sent, confirmations included.
+    sent: Vec<Renewal>,
+    /// How long a renewal takes to come back.
+    renew_delay: Duration,
+    /// The lease and its renewal period, when a test sets them.
+    lease: Option<Duration>,
+    /// The first number the next reservation answers.
+    reserve_first: Option<u64>,
     commits: Vec<Vec<MirrorOp>>,
     renewals: Vec<u64>,
     /// The backend lost the session: the next renewal seeds it.
@@ -64,18 +82,30 @@ impl SharedLog for Fake {
     fn renew<'a>(
         &'a self,
         _: &'a str,
-        epoch: u64,
-        lowest_stream: u64,
+        renewal: Renewal,
     ) -> BoxFuture<'a, Result<Ownership, SharedLogError>> {
+        let Renewal {
+            epoch,
+            lowest_stream,
+            confirm,
+            ..
+        } = renewal;
         let mut script = self.script();
-        script.renewals.push(lowest_stream);
-        let seeded = std::mem::take(&mut script.lost);
+        script.sent.push(renewal);
+        if !confirm {
+            script.renewals.push(lowest_stream);
+        }
+        let delay = script.renew_delay;
+        let answer = match script.renew_answers.pop_front() {
+            Some(Renewed::Seeded) => Ok(Ownership::Seeded { epoch }),
+            Some(Renewed::HeldElsewhere) => Ok(Ownership::HeldElsewhere),
+            Some(Renewed::Unreachable) => Err(unreachable()),
+            None if std::mem::take(&mut script.lost) => Ok(Ownership::Seeded { epoch }),
+            None => Ok(Ownership::Owned { epoch }),
+        };
         Box::pin(async move {
-            Ok(if seeded {
-                Ownership::Seeded { epoch }
-            } else {
-                Ownership::Owned { epoch }
-            })
+            tokio::time::sleep(delay).await;
+            answer
         })
     }
 
@@ -88,8 +118,10 @@ impl SharedLog for Fake {
         _: &'a str,
         _: u64,
         _: u64,
+        _: u64,
     ) -> BoxFuture<'a, Result<u64, SharedLogError>> {
-        Box::pin(async { Ok(100) })
+        let first = self.script().reserve_first.take().unwrap_or(100);
+        Box::pin(async move { Ok(first) })
     }
 
     fn commit<'a>(
@@ -149,7 +181,11 @@ impl SharedLog for Fake {
     }
 
     fn renew_every(&self) -> Duration {
-        Duration::from_secs(3600)
+        self.lease() / 3
+    }
+
+    fn lease(&self) -> Duration {
+        self.script().lease.unwrap_or(Duration::from_secs(3 * 3600))
     }
 
     fn outage_limit(&self) -> Duration {
@@ -357,4 +393,164 @@ async fn a_fenced_owner_stops_at_once() {
     assert!(!gate.committed(1).await);
     mirror.lost().cancelled().await;
     assert!(fake.script().commits.is_empty());
+}
+
+/// A fake whose lease is `lease` (renewed every third of it).
+fn leased(lease: Duration) -> Fake {
+    let fake = Fake::default();
+    fake.script().lease = Some(lease);
+    fake
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_lapsed_owner_commits_nothing_until_a_renewal_says_it_holds_the_lease() {
+    let fake = leased(Duration::from_secs(6));
+    let mirror = mirror(&fake).await;
+    // Both periodic renewals fail (a cut to the backend), then the backend
+    // is back but says another instance holds the lease.
+    fake.script().renew_answers.extend([
+        Renewed::Unreachable,
+        Renewed::Unreachable,
+        Renewed::HeldElsewhere,
+    ]);
+    // Past the lease by the owner's clock (5.4 s: a tenth less than 6).
+    tokio::time::sleep(Duration::from_millis(5500)).await;
+    let gate = Gate::new(1);
+    mirror.append(StreamId::Standalone, 1, Some("1".into()), &gate);
+    assert!(!gate.committed(1).await, "sent after the lease ran out");
+    mirror.lost().cancelled().await;
+    let script = fake.script();
+    assert!(script.commits.is_empty(), "{:?}", script.commits);
+    let last = script.sent.last().expect("a renewal before the commit");
+    assert!(
+        !last.live,
+        "a lapsed owner renewed as live: {:?}",
+        script.sent
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_lapsed_owner_still_holding_the_lease_commits_after_renewing() {
+    let fake = leased(Duration::from_secs(6));
+    let mirror = mirror(&fake).await;
+    fake.script()
+        .renew_answers
+        .extend([Renewed::Unreachable; 2]);
+    tokio::time::sleep(Duration::from_millis(5500)).await;
+    let gate = Gate::new(1);
+    mirror.append(StreamId::Standalone, 1, Some("1".into()), &gate);
+    assert!(gate.committed(1).await);
+    let script = fake.script();
+    assert_eq!(script.commits.len(), 1);
+    assert!(script.sent.iter().any(|r| !r.live), "{:?}", script.sent);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_seeding_answered_after_the_lease_ran_out_is_never_confirmed() {
+    let fake = leased(Duration::from_secs(30));
+    let mirror = mirror(&fake).await;
+    let gate = Gate::new(1);
+    mirror.append(StreamId::Standalone, 1, Some("1".into()), &gate);
+    assert!(gate.committed(1).await);
+    {
+        let mut script = fake.script();
+        // The next commit finds the session lost; the seeding renewal comes
+        // back only after the lease ran out (a pause, a slow network).
+        script.answers.push_back(Answer::Lost);
+        script.renew_answers.push_back(Renewed::Seeded);
+        script.renew_delay = Duration::from_secs(40);
+    }
+    mirror.append(StreamId::Standalone, 2, Some("2".into()), &gate);
+    assert!(!gate.committed(2).await, "sent on an unconfirmed seeding");
+    mirror.lost().cancelled().await;
+    let script = fake.script();
+    assert!(
+        script.sent.iter().all(|r| !r.confirm),
+        "confirmed: {:?}",
+        script.sent
+    );
+    // The seeding carried the owner's standalone head, past event 1.
+    let seed = script.sent.last().expect("the seeding renewal");
+    assert_eq!(seed.standalone_head, 2, "{seed:?}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_seeding_answered_in_time_is_confirmed_before_anything_is_committed() {
+    let fake = leased(Duration::from_secs(30));
+    let mirror = mirror(&fake).await;
+    // The backend lost the session: its next renewal seeds it.
+    fake.script().answers.push_back(Answer::Lost);
+    let gate = Gate::new(1);
+    mirror.append(StreamId::Standalone, 1, Some("1".into()), &gate);
+    assert!(gate.committed(1).await);
+    let script = fake.script();
+    let confirms: Vec<usize> = script
+        .sent
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| r.confirm)
+        .map(|(i, _)| i)
+        .collect();
+    assert_eq!(confirms.len(), 1, "{:?}", script.sent);
+    assert!(script.sent.iter().all(|r| r.live));
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_idle_owner_gives_up_once_renewals_fail_for_the_outage_limit() {
+    let fake = leased(Duration::from_secs(3));
+    fake.script()
+        .renew_answers
+        .extend([Renewed::Unreachable; 64]);
+    let mirror = mirror(&fake).await;
+    let started = tokio::time::Instant::now();
+    mirror.lost().cancelled().await;
+    let took = started.elapsed();
+    // The outage limit is 10 s; renewals come every second.
+    assert!(took >= Duration::from_secs(10), "{took:?}");
+    assert!(took <= Duration::from_secs(12), "{took:?}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn no_call_is_admitted_once_the_lease_ran_out_unrenewed() {
+    let fake = leased(Duration::from_secs(6));
+    let mut mirror = mirror(&fake).await;
+    assert!(mirror.lease().is_live());
+    fake.script()
+        .renew_answers
+        .extend([Renewed::Unreachable; 16]);
+    tokio::time::sleep(Duration::from_millis(5500)).await;
+    assert!(!mirror.lease().is_live());
+    assert!(mirror.next_stream().await.is_err(), "a call admitted");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_reservation_below_the_owners_numbers_stops_the_owner() {
+    let fake = Fake::default();
+    let mut mirror = mirror(&fake).await;
+    for _ in 0..RESERVE {
+        mirror.next_stream().await.expect("a reserved number");
+    }
+    // The backend's counter went back (a lossy failover).
+    fake.script().reserve_first = Some(120);
+    let next = mirror.next_stream().await;
+    assert!(
+        matches!(next, Err(SharedLogError::Diverged { .. })),
+        "{next:?}"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_standalone_event_committed_moves_the_seeding_head() {
+    let fake = Fake::default();
+    let mirror = mirror(&fake).await;
+    mirror.standalone_from(7);
+    let gate = Gate::new(7);
+    mirror.append(StreamId::Standalone, 7, Some("7".into()), &gate);
+    assert!(gate.committed(7).await);
+    fake.script().answers.push_back(Answer::Lost);
+    mirror.append(StreamId::Standalone, 8, Some("8".into()), &gate);
+    assert!(gate.committed(8).await);
+    let script = fake.script();
+    let seed = script.sent.first().expect("the seeding renewal");
+    assert_eq!(seed.standalone_head, 8, "{seed:?}");
 }

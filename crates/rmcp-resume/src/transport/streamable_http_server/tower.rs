@@ -23,6 +23,7 @@
 //! | `tower.rs` | the service, and which requests the fork answers itself |
 //! | `stats.rs` | [`ResumeStats`], and the throttled warning |
 //! | `get.rs` | a `GET`: fresh standalone stream, or a resume |
+//! | `post.rs` | a `POST` on a shared log: never an empty `200` |
 //! | `request.rs` | what is read from a `GET`'s headers |
 //! | `responses.rs` | SSE bodies, refusals and errors |
 
@@ -44,6 +45,7 @@ use crate::transport::common::http_header::HEADER_LAST_EVENT_ID;
 use upstream::transport::streamable_http_server::tower as up;
 
 mod get;
+mod post;
 mod request;
 mod responses;
 mod shared;
@@ -180,14 +182,22 @@ impl<S: crate::ServerHandler + Send + 'static, M: SessionManager> StreamableHttp
             return responses::stateless_resume();
         }
         if !self.owns(request.method()) {
-            if let (true, Some(session)) = (
+            let mut hold = None;
+            if let (true, Some(session), Some(shared)) = (
                 request.method() == Method::POST,
                 request::session_id(request.headers()),
-            ) && let Some(refused) = self.owned_elsewhere(session).await
-            {
-                return refused;
+                get::shared_log(self.session_manager.as_ref()),
+            ) {
+                if let Some(refused) = self.owned_elsewhere(session).await {
+                    return refused;
+                }
+                hold = Some(shared.renew_every());
             }
-            return self.inner.handle(request).await;
+            let response = self.inner.handle(request).await;
+            return match hold {
+                Some(retry) => post::hold_head(response, retry).await,
+                None => response,
+            };
         }
         if request.method() == Method::GET {
             return self.handle_get(request).await;

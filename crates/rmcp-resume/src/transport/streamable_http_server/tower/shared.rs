@@ -88,12 +88,23 @@ fn message(stream: StreamId, event: SharedEvent) -> Option<ServerSseMessage> {
 impl<S: crate::ServerHandler + Send + 'static, M: SessionManager> StreamableHttpService<S, M> {
     /// A `POST` for a session another live instance owns: `503`, naming the
     /// cause, rather than upstream's `500` from a restore that cannot take
-    /// the session. `None` lets the request through.
+    /// the session; also `503` (with `Retry-After`) when this instance runs
+    /// it but its lease ran out. `None` lets the request through.
     pub(super) async fn owned_elsewhere(&self, session: SessionId) -> Option<BoxResponse> {
         let local = super::get::local_manager(self.session_manager.as_ref())?;
         let shared = local.shared_log()?;
-        if local.handle(&session).await.is_some() {
-            return None;
+        if let Some(handle) = local.handle(&session).await {
+            // Past its lease by its own clock, this instance may have a
+            // successor it has not heard of: the call is not run here.
+            return (!handle.may_admit()).then(|| {
+                super::post::unavailable(
+                    shared.renew_every(),
+                    &format!(
+                        "Service Unavailable: this instance's lease on session {session} ran \
+                         out before it could be renewed; the call was not run"
+                    ),
+                )
+            });
         }
         match shared.acquire(&session, false).await {
             Ok(Ownership::HeldElsewhere) => Some(super::responses::plain(

@@ -21,12 +21,24 @@ pub struct LocalSessionHandle {
     /// Set once the session may take requests: at once for a new session,
     /// and after its handshake replay for a restored one.
     pub(super) published: Arc<AtomicBool>,
+    /// The owner's lease in a shared log, if the session has one.
+    pub(super) lease: Option<rmcp_resume_core::shared::LeaseWatch>,
 }
 
 impl LocalSessionHandle {
     /// The session id.
     pub fn id(&self) -> &SessionId {
         &self.id
+    }
+
+    /// Whether this instance may admit a new call of the session: always
+    /// without a shared log; with one, while its lease is live by its own
+    /// clock (fork-only). Once it is not, another instance may own the
+    /// session, and a call run here could never be committed.
+    pub fn may_admit(&self) -> bool {
+        self.lease
+            .as_ref()
+            .is_none_or(rmcp_resume_core::shared::LeaseWatch::is_live)
     }
 
     /// Whether the session takes requests: a restored session does once

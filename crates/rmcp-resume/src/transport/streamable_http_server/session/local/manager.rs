@@ -199,6 +199,7 @@ impl LocalSessionManager {
     }
 
     /// Whether resumes are answered from an event store.
+        mirror.standalone_from(head);
     #[cfg(not(feature = "local"))]
     pub(crate) fn has_event_store(&self) -> bool {
         self.event_store.is_set()

@@ -95,6 +95,7 @@ pub(super) fn new_session(
     let session = Session::new(base.saturating_add(1), window, budget, limits);
     let standalone_gate = mirror.as_ref().map(|_| Gate::new(base.saturating_add(1)));
     let published = Arc::new(AtomicBool::new(incarnation == Incarnation::First));
+    let lease = mirror.as_ref().map(Mirror::lease);
     let worker = LocalSessionWorker {
         mirror,
         standalone_gate,
@@ -110,6 +111,7 @@ pub(super) fn new_session(
         id,
         event_tx,
         published,
+        lease,
     };
     (handle, worker)
 }

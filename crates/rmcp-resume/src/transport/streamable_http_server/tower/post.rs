@@ -1,0 +1,162 @@
+//! A `POST` of a session kept in a shared log: never an empty `200`.
+//!
+//! The owner writes a call's events to the shared log before any reader may
+//! send them. A call whose events cannot be committed (the owner was fenced,
+//! the session deleted, the log unreachable past the outage limit) used to
+//! get upstream's `200` head at once and then a stream that ended with no
+//! event, which clients read as a graceful close. Here:
+//!
+//! | When | Answer |
+//! |---|---|
+//! | this instance runs the session but its lease ran out by its own clock | `503` with `Retry-After`, before the call runs |
+//! | the call's stream ends before its first event was committed | `503` with `Retry-After` (the head was held until then) |
+//! | its first event is committed | upstream's `200` and the stream, unchanged |
+//!
+//! The head waits for the stream's first frame that carries an event (its
+//! priming event, committed with the call's opening, or its first message);
+//! keep-alive comments before it wait with it.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::{HeaderValue, StatusCode};
+use http_body_util::BodyExt;
+
+use super::responses::{BoxResponse, plain};
+use crate::transport::common::http_header::EVENT_STREAM_MIME_TYPE;
+
+/// Comment frames held with the head at most; a keep-alive comes every
+/// several seconds, so this is minutes of them.
+const MAX_HELD: usize = 64;
+
+/// `503` with a `Retry-After` of `retry` (whole seconds, at least one).
+pub(super) fn unavailable(retry: Duration, message: &str) -> BoxResponse {
+    let mut response = plain(StatusCode::SERVICE_UNAVAILABLE, message);
+    let seconds = retry.as_secs() + u64::from(retry.subsec_nanos() > 0);
+    response
+        .headers_mut()
+        .insert(http::header::RETRY_AFTER, HeaderValue::from(seconds.max(1)));
+    response
+}
+
+/// Whether an SSE frame carries only comments (`:` lines), as keep-alives do.
+fn only_comments(bytes: &Bytes) -> bool {
+    bytes
+        .split(|b| *b == b'\n')
+        .map(|line| line.strip_suffix(b"\r").unwrap_or(line))
+        .all(|line| line.is_empty() || line.starts_with(b":"))
+}
+
+/// Upstream's answer to a `POST`, with an SSE stream's head held until its
+/// first event: a stream that ends (or fails) before one becomes a `503`
+/// with `Retry-After`. Other answers pass unchanged.
+pub(super) async fn hold_head(response: BoxResponse, retry: Duration) -> BoxResponse {
+    let is_sse = response
+        .headers()
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with(EVENT_STREAM_MIME_TYPE));
+    if response.status() != StatusCode::OK || !is_sse {
+        return response;
+    }
+    let (parts, mut body) = response.into_parts();
+    let mut held: Vec<http_body::Frame<Bytes>> = Vec::new();
+    loop {
+        match body.frame().await {
+            Some(Ok(frame)) => {
+                let event = frame.data_ref().is_none_or(|data| !only_comments(data));
+                held.push(frame);
+                if event || held.len() >= MAX_HELD {
+                    break;
+                }
+            }
+            Some(Err(never)) => match never {},
+            None => {
+                tracing::debug!("a call's stream ended before its first event was committed");
+                return unavailable(
+                    retry,
+                    "Service Unavailable: the call could not be committed to the shared \
+                     replay log; retry shortly",
+                );
+            }
+        }
+    }
+    let first = futures::stream::iter(held.into_iter().map(Ok));
+    let rest = http_body_util::BodyStream::new(body);
+    let body = http_body_util::StreamBody::new(futures::StreamExt::chain(first, rest));
+    http::Response::from_parts(parts, BodyExt::boxed(body))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use http_body_util::{Full, StreamBody};
+    use std::convert::Infallible;
+
+    fn sse(frames: Vec<&'static str>) -> BoxResponse {
+        let stream = futures::stream::iter(
+            frames
+                .into_iter()
+                .map(|f| Ok::<_, Infallible>(http_body::Frame::data(Bytes::from(f)))),
+        );
+        let mut response = http::Response::new(BodyExt::boxed(StreamBody::new(stream)));
+        response.headers_mut().insert(
+            http::header::CONTENT_TYPE,
+            HeaderValue::from_static(EVENT_STREAM_MIME_TYPE),
+        );
+        response
+    }
+
+    async fn body(response: BoxResponse) -> String {
+        let bytes = response
+            .into_body()
+            .collect()
+            .await
+            .map(|c| c.to_bytes())
+            .unwrap_or_default();
+        String::from_utf8_lossy(&bytes).into_owned()
+    }
+
+    #[tokio::test]
+    async fn a_stream_that_ends_before_an_event_is_a_503_with_retry_after() {
+        let response = hold_head(sse(vec![":\n\n"]), Duration::from_millis(3300)).await;
+        assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(
+            response.headers().get(http::header::RETRY_AFTER),
+            Some(&HeaderValue::from_static("4"))
+        );
+        let empty = hold_head(sse(vec![]), Duration::ZERO).await;
+        assert_eq!(empty.status(), StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(
+            empty.headers().get(http::header::RETRY_AFTER),
+            Some(&HeaderValue::from_static("1"))
+        );
+    }
+
+    #[tokio::test]
+    async fn a_stream_with_an_event_passes_whole_comments_included() {
+        let frames = vec![":\n\n", "id: 0/3\nretry: 3000\ndata: \n\n", "data: {}\n\n"];
+        let response = hold_head(sse(frames), Duration::from_secs(1)).await;
+        assert_eq!(response.status(), StatusCode::OK);
+        assert_eq!(
+            body(response).await,
+            ":\n\nid: 0/3\nretry: 3000\ndata: \n\ndata: {}\n\n"
+        );
+    }
+
+    #[tokio::test]
+    async fn other_answers_pass_unchanged() {
+        let json = http::Response::new(BodyExt::boxed(Full::new(Bytes::from_static(b"{}"))));
+        let response = hold_head(json, Duration::from_secs(1)).await;
+        assert_eq!(response.status(), StatusCode::OK);
+        assert_eq!(body(response).await, "{}");
+    }
+
+    #[test]
+    fn comments_are_told_from_events() {
+        assert!(only_comments(&Bytes::from_static(b":\n\n")));
+        assert!(only_comments(&Bytes::from_static(b": keep-alive\r\n\r\n")));
+        assert!(!only_comments(&Bytes::from_static(b"id: 1\ndata: \n\n")));
+        assert!(!only_comments(&Bytes::from_static(b": x\ndata: {}\n\n")));
+    }
+}
