@@ -1,28 +1,50 @@
 //! The fault checker's short run: three instances of the `server` example on
-//! one Redis, four recording clients behind cuttable proxies, and a seeded
-//! nemesis. Every history must hold (see `rmcp_resume_testkit::faults`);
-//! a failure prints its seed: replay it with
+//! one Redis (or a Redis Cluster), four recording clients behind cuttable
+//! proxies, and a seeded nemesis. Every history must hold (see
+//! `rmcp_resume_testkit::faults`), every fault must apply, and each run
+//! must reach its minimums (each kind at least twice, takeovers and
+//! POST-first resumes where the kinds cause them); a failure prints its
+//! seed: replay it with
 //! `cargo bench --bench faults -- --seed S --faults N --kinds ...`.
+//!
+//! Across the seeds every fault kind is applied at least twice:
+//!
+//! | test | backend | faults | kinds (each at least) |
+//! |---|---|---|---|
+//! | instances | Redis | 9 | cut, kill, pause (3) |
+//! | redis | Redis | 8 | cut, redis-pause, redis-stop, redis-restart (2) |
+//! | mixed | Redis | 8 | pause, kill, redis-stop, redis-restart (2) |
+//! | cluster | Redis Cluster | 10 | cut, redis-pause (a primary), redis-stop (every node), failover, primary-kill (2) |
 //!
 //! `cargo bench --bench faults` is the long run, with every fault kind
 //! (`-- --cluster` on a Redis Cluster).
 
 use std::time::Duration;
 
+use rmcp_resume_testkit::faults::checker::Minimums;
 use rmcp_resume_testkit::faults::{self, Backend, FaultKind, Report, RunConfig};
 use rmcp_resume_testkit::redis::server_example;
 
-/// Runs `seed` with `kinds` and fails with the anomalies in full.
-async fn check(seed: u64, faults_count: usize, kinds: &[FaultKind]) {
-    check_on(Backend::Redis, seed, faults_count, kinds).await;
-}
-
-async fn check_on(backend: Backend, seed: u64, faults_count: usize, kinds: &[FaultKind]) {
+/// Runs `seed` with `kinds` and fails with the anomalies in full. Each
+/// kind must apply at least twice; `takeovers` and POST-first resumes at
+/// least once where asked (a run of Redis faults alone moves no session).
+async fn check_on(
+    backend: Backend,
+    seed: u64,
+    faults_count: usize,
+    kinds: &[FaultKind],
+    takeovers: usize,
+) {
     let mut config = RunConfig::new(seed, server_example());
     config.backend = backend;
     config.faults = faults_count;
     config.kinds = kinds.iter().copied().collect();
     config.gap = (Duration::from_millis(300), Duration::from_millis(1200));
+    config.minimums = Minimums {
+        per_kind: 2,
+        takeovers,
+        post_first: 1,
+    };
     let report = faults::run(&config).await.expect("the run itself");
     println!(
         "{}\n{}\n{}",
@@ -45,12 +67,20 @@ async fn check_on(backend: Backend, seed: u64, faults_count: usize, kinds: &[Fau
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cuts_kills_and_pauses_of_instances_leave_every_history_valid() {
-    check(1, 12, &[FaultKind::Cut, FaultKind::Kill, FaultKind::Pause]).await;
+    check_on(
+        Backend::Redis,
+        1,
+        9,
+        &[FaultKind::Cut, FaultKind::Kill, FaultKind::Pause],
+        1,
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn redis_pauses_and_restarts_are_reported_never_silent() {
-    check(
+async fn redis_pauses_stops_and_restarts_are_reported_never_silent() {
+    check_on(
+        Backend::Redis,
         2,
         8,
         &[
@@ -59,21 +89,49 @@ async fn redis_pauses_and_restarts_are_reported_never_silent() {
             FaultKind::RedisStop,
             FaultKind::RedisRestart,
         ],
+        0,
     )
     .await;
 }
 
-/// Three instances on a Redis Cluster (3 primaries, 3 replicas): failovers
-/// of a live session's slot (manual or forced) among cuts and kills.
-/// Replay: `cargo bench --bench faults -- --cluster --seed 3 --faults 8
-/// --kinds cut,kill,failover`.
+/// Instance faults and Redis faults in one run: a pause or a kill of an
+/// owner next to a restart or a stop of Redis.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn failovers_on_a_redis_cluster_are_reported_never_silent() {
+async fn instance_and_redis_faults_mixed_are_reported_never_silent() {
+    check_on(
+        Backend::Redis,
+        4,
+        8,
+        &[
+            FaultKind::Pause,
+            FaultKind::Kill,
+            FaultKind::RedisStop,
+            FaultKind::RedisRestart,
+        ],
+        1,
+    )
+    .await;
+}
+
+/// Three instances on a Redis Cluster (3 primaries, 3 replicas): a stopped
+/// primary, every node stopped, failovers (manual or forced) and a killed
+/// primary of a live session's slot, among cuts.
+/// Replay: `cargo bench --bench faults -- --cluster --seed 3 --faults 10
+/// --kinds cut,redis-pause,redis-stop,failover,primary-kill`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failovers_and_primary_faults_on_a_redis_cluster_are_reported_never_silent() {
     check_on(
         Backend::Cluster,
         3,
-        8,
-        &[FaultKind::Cut, FaultKind::Kill, FaultKind::Failover],
+        10,
+        &[
+            FaultKind::Cut,
+            FaultKind::RedisPause,
+            FaultKind::RedisStop,
+            FaultKind::Failover,
+            FaultKind::PrimaryKill,
+        ],
+        0,
     )
     .await;
 }

@@ -303,14 +303,20 @@ pub async fn live(
                             .await
                             .map(Answer::Floor),
                     };
+                    let answered = rec.now();
+                    let answer = match answer {
+                        Ok(answer) => epoch(&mut c, &session).await.map(|e| (answer, e)),
+                        Err(error) => Err(error),
+                    };
                     match answer {
-                        Ok(answer) => {
+                        Ok((answer, epoch)) => {
                             rec.observe(Observation {
                                 session: session.clone(),
                                 question: question.clone(),
                                 asked,
-                                answered: rec.now(),
+                                answered,
                                 answer,
+                                epoch,
                             });
                             break;
                         }

@@ -390,8 +390,15 @@ pub fn lost_between(faults: &[Applied], session: &str, since: Ms, t: Ms) -> bool
 
 /// Whether a fault under way between `since` and `t` could have cost
 /// `session`'s owner (client `client`'s view of it): a fault of an
-/// instance, a cut of this client's link, or a Redis fault that reached
-/// the session's keys.
+/// instance, a cut of this client's link, a Redis fault that reached the
+/// session's keys, or on a Redis Cluster one that moved slots to another
+/// primary. The last reaches every session: each instance reaches every
+/// slot through one cluster connection, which stalls while it finds the
+/// new primary (seen in seed 3: a killed primary of slots 10923-16383
+/// held up the calls of sessions in slots 3708 and 6673 for 3 s, until
+/// their owners' leases lapsed). That is a cost in availability, reported
+/// to the client as the instance-lost error, not a loss the checker
+/// would excuse: data-loss excuses stay per slot ([`lost_between`]).
 pub fn disturbed_between(
     faults: &[Applied],
     session: &str,
@@ -403,7 +410,7 @@ pub fn disturbed_between(
         let reaches = match &f.fault {
             Fault::Kill { .. } | Fault::Pause { .. } => true,
             Fault::Cut { client: only, .. } => only.is_none_or(|c| c == client),
-            _ => f.touches_keys(session),
+            _ => f.touches_keys(session) || f.note.is_some(),
         };
         reaches && f.start < t && f.end >= since
     })
@@ -472,9 +479,14 @@ fn notice(data: Option<&str>) -> Option<Notice> {
     })
 }
 
-/// The floor a replay notice names: its index and stream.
+/// The floor a replay notice announcing a gap (`complete:false`) names:
+/// its index and stream. A complete notice's floor excuses nothing, so it
+/// is not a claim to check.
 pub(crate) fn notice_floor(data: &str) -> Option<(u64, Option<u64>)> {
     let json: Value = serde_json::from_str(data).ok()?;
+    if json["complete"].as_bool() != Some(false) {
+        return None;
+    }
     parse_id(json["floor"].as_str()?)
 }
 
@@ -1004,6 +1016,27 @@ pub fn coverage(
         });
     }
     out
+}
+
+/// Takeovers the live audit saw: each change of a session's epoch between
+/// two of its reads, in the order they were answered, is a new owner. Two
+/// takeovers between reads count as one, and a session Redis lost and an
+/// owner seeded again counts as one too: a floor for the minimum, not a
+/// census.
+pub fn takeovers(history: &History) -> usize {
+    let mut reads: Vec<&super::history::Observation> = history.audits.iter().collect();
+    reads.sort_by_key(|o| o.answered);
+    let mut last: std::collections::HashMap<&str, u64> = std::collections::HashMap::new();
+    let mut changes = 0;
+    for read in reads {
+        let Some(epoch) = read.epoch else { continue };
+        if let Some(before) = last.insert(read.session.as_str(), epoch)
+            && before != epoch
+        {
+            changes += 1;
+        }
+    }
+    changes
 }
 
 /// Resumes that POSTed first and whose `GET` was answered `200`.
@@ -1570,6 +1603,8 @@ mod tests {
         let takeover = Applied {
             lost_slots: vec![(12_000, 12_999)],
             touched: Some(vec![(12_000, 12_999)]),
+            // It moved slots: every instance's cluster connection stalled.
+            note: Some("slots 12000-12999: 1 -> 2".to_owned()),
             ..fault(
                 Fault::Failover {
                     pick: 0,
@@ -1601,7 +1636,37 @@ mod tests {
             found(&gone("foo"), std::slice::from_ref(&takeover)),
             Vec::<&str>::new()
         );
-        assert_eq!(found(&gone("somekey"), &[takeover]), vec!["session-lost"]);
+        assert_eq!(
+            found(&gone("somekey"), std::slice::from_ref(&takeover)),
+            vec!["session-lost"]
+        );
+        // The stall explains an instance-lost error on any slot, though.
+        let lost = |session: &str| {
+            timed(
+                session,
+                count_to(),
+                vec![
+                    (10, post(1, 0, 200, None)),
+                    (20, frame(1, "0/0", None)),
+                    (
+                        50,
+                        end(Outcome::RpcError {
+                            code: -32603,
+                            message: "server instance lost; outcome unknown".to_owned(),
+                        }),
+                    ),
+                ],
+            )
+        };
+        assert_eq!(
+            found(&lost("somekey"), std::slice::from_ref(&takeover)),
+            Vec::<&str>::new()
+        );
+        let quiet = Applied {
+            note: None,
+            ..takeover
+        };
+        assert_eq!(found(&lost("somekey"), &[quiet]), vec!["unexplained-error"]);
     }
 
     fn with_audit(mut history: History, question: Question, answer: Answer, at: Ms) -> History {
@@ -1611,6 +1676,7 @@ mod tests {
             asked: at,
             answered: at + 1,
             answer,
+            epoch: Some(1),
         });
         history
     }
@@ -1936,6 +2002,31 @@ mod tests {
             20,
         );
         assert!(coverage(&done, &[pause], &[FaultKind::Pause], 1, &min).is_empty());
+    }
+
+    #[test]
+    fn takeovers_are_the_epoch_changes_the_live_audit_saw() {
+        let mut history = answered();
+        let question = event_read(1, r#"{"p":1}"#);
+        let held = Answer::Event(Stored::Trimmed { floor: 2 });
+        for (at, session, epoch) in [
+            (5, "a", Some(7)),
+            (1, "a", Some(7)),
+            (9, "b", Some(3)),
+            (12, "a", Some(1_700_000)),
+            (13, "b", None),
+            (20, "a", Some(1_700_000)),
+        ] {
+            history.audits.push(Observation {
+                session: session.to_owned(),
+                question: question.clone(),
+                asked: at,
+                answered: at,
+                answer: held.clone(),
+                epoch,
+            });
+        }
+        assert_eq!(takeovers(&history), 1);
     }
 
     #[test]

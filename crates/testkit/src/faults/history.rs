@@ -202,6 +202,9 @@ pub struct Observation {
     pub answered: Ms,
     /// The answer.
     pub answer: Answer,
+    /// The session's epoch read just after (`None`: Redis does not know
+    /// the session): a change between two reads is a new owner.
+    pub epoch: Option<u64>,
 }
 
 /// A question for the live audit, with the session it is about.

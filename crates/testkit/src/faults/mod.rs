@@ -244,6 +244,10 @@ async fn run_on(
             abort.abort();
         }
     }
+    // The live audit answers what is still queued, then stops (before the
+    // leak check: its connection is one of Redis's clients).
+    finish.cancel();
+    let _ = auditor.await;
     // Rule 5: the clients are gone; Redis's client count returns to each
     // live instance's steady connections (on a cluster: on every node).
     let live = ctl.live_slots().len();
@@ -260,9 +264,6 @@ async fn run_on(
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
-    // The live audit answers what is still queued, then stops.
-    finish.cancel();
-    let _ = auditor.await;
     let history = rec.snapshot();
     if let Some(dir) = &config.history_dir {
         let text: String = history.entries.iter().map(|e| format!("{e}\n")).collect();
@@ -280,7 +281,7 @@ async fn run_on(
     };
     let mut anomalies = checker::check(&history, &applied, bounds);
     anomalies.extend(checker::commits(&history, &applied, &cluster.target).await?);
-    let takeovers = takeovers(&history, &cluster.target).await?;
+    let takeovers = checker::takeovers(&history);
     anomalies.extend(checker::coverage(
         &history,
         &applied,
@@ -312,18 +313,4 @@ async fn run_on(
         anomalies,
         wall: began.elapsed(),
     })
-}
-
-/// Takeovers the sessions of `history` went through, read from Redis: each
-/// session's epoch counts its owners, the first included. A session Redis
-/// lost counts none (a takeover it had is not claimed).
-async fn takeovers(history: &history::History, target: &audit::Target) -> anyhow::Result<usize> {
-    let mut conn = audit::connect_to(target).await?;
-    let sessions: BTreeSet<&str> = history.chains.iter().map(|c| c.session.as_str()).collect();
-    let mut total = 0;
-    for session in sessions {
-        let epoch = audit::epoch(&mut conn, session).await?.unwrap_or(0);
-        total += usize::try_from(epoch.saturating_sub(1)).unwrap_or(usize::MAX);
-    }
-    Ok(total)
 }
