@@ -14,5 +14,8 @@ pub const FORK_VERSION: &str = "0.1.0";
 /// renaming the dependency, `rmcp` when taken through `[patch.crates-io]`.
 pub const PACKAGE: &str = env!("CARGO_PKG_NAME");
 
+#[cfg(all(feature = "transport-streamable-http-server", not(feature = "local")))]
+crate::line::session_service!();
+
 #[cfg(test)]
 mod tests;

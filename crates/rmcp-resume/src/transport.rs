@@ -9,6 +9,11 @@ pub use upstream::transport::*;
 
 pub mod common;
 
+#[cfg(feature = "transport-worker")]
+pub mod worker;
+#[cfg(feature = "transport-worker")]
+pub use worker::WorkerTransport;
+
 /// The resumption decisions, shared by the fork's server and client:
 /// `rmcp_resume_core::resumption`, at the path applications already use.
 pub use rmcp_resume_core::resumption;

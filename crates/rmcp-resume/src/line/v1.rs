@@ -41,6 +41,62 @@ pub(crate) const UPSTREAM_VERSION: &str = "0.16.0";
 #[cfg(rmcp_line_0_15)]
 pub(crate) const UPSTREAM_VERSION: &str = "0.15.0";
 
+/// Marks the item it wraps `#[non_exhaustive]` where upstream marks its
+/// counterpart so: 1.8 and 2.2 do.
+#[cfg(not(rmcp_line_0_17))]
+#[allow(unused_macros)]
+macro_rules! upstream_non_exhaustive {
+    ($($item:tt)*) => { #[non_exhaustive] $($item)* };
+}
+/// 0.x marks none of the session's types, nor the client's worker: its
+/// applications write struct literals (`SessionConfig { keep_alive: None,
+/// ..Default::default() }`) and exhaustive matches, and must keep compiling.
+#[cfg(rmcp_line_0_17)]
+#[allow(unused_macros)]
+macro_rules! upstream_non_exhaustive {
+    ($($item:tt)*) => { $($item)* };
+}
+#[allow(unused_imports)]
+pub(crate) use upstream_non_exhaustive;
+
+/// Drops the items it wraps: on 0.15 to 2.2 the client transport is
+/// upstream's alias of the worker transport.
+#[allow(unused_macros)]
+macro_rules! with_transport_struct {
+    ($($item:tt)*) => {};
+}
+#[allow(unused_imports)]
+pub(crate) use with_transport_struct;
+
+/// Expands the items it wraps: 0.15 to 2.2 spell the client transport as
+/// upstream's alias, `WorkerTransport<StreamableHttpClientWorker<C>>`, over
+/// the fork's worker transport (`transport/worker.rs`).
+#[allow(unused_macros)]
+macro_rules! with_transport_alias {
+    ($($item:tt)*) => { $($item)* };
+}
+#[allow(unused_imports)]
+pub(crate) use with_transport_alias;
+
+/// Declares `SessionService`, the handler bound of the streamable-HTTP
+/// service, with this line's supertrait (`fork.rs` calls it, so that the
+/// bound has a public path).
+#[allow(unused_macros)]
+macro_rules! session_service {
+    () => {
+        /// What a [`StreamableHttpService`](crate::transport::StreamableHttpService)
+        /// serves: on 0.15 to 2.2 any `Service<RoleServer>`, as upstream
+        /// asks (a router, a boxed `into_dyn()` service, a hand-written
+        /// one). Every such service is one, through the blanket impl;
+        /// nothing else need implement it.
+        pub trait SessionService: crate::Service<crate::RoleServer> {}
+
+        impl<S: crate::Service<crate::RoleServer>> SessionService for S {}
+    };
+}
+#[allow(unused_imports)]
+pub(crate) use session_service;
+
 /// The header that names a request's revision.
 #[cfg(all(
     any(feature = "client", feature = "server"),
@@ -295,11 +351,18 @@ mod server {
         WorkerQuitReason::IdleTimeout(idle)
     }
 
-    /// 0.17's worker has no idle reason; a closed transport is the quiet
-    /// way to stop (a fatal one would be logged as an error).
+    /// 0.x's worker has no idle reason; it quits with its own error,
+    /// `KeepAliveTimeout`, as upstream 0.x's does.
     #[cfg(rmcp_line_0_17)]
-    pub(crate) fn idle_quit<E>(_idle: std::time::Duration) -> WorkerQuitReason<E> {
-        WorkerQuitReason::TransportClosed
+    pub(crate) fn idle_quit(
+        idle: std::time::Duration,
+    ) -> WorkerQuitReason<
+        crate::transport::streamable_http_server::session::local::LocalSessionWorkerError,
+    > {
+        WorkerQuitReason::fatal(
+            crate::transport::streamable_http_server::session::local::LocalSessionWorkerError::KeepAliveTimeout(idle),
+            "the session's keep-alive passed",
+        )
     }
 
     /// An event with an id.
@@ -359,11 +422,67 @@ mod server {
     }
     pub(crate) use with_event_store;
 
-    /// Declares the enum it wraps as it is: 1.8 has no event-store variant.
+    /// Declares the enum it wraps without an event-store variant (1.8 has
+    /// none), `#[non_exhaustive]` where upstream's is.
     macro_rules! with_event_store_variant {
-        ($($item:tt)*) => { $($item)* };
+        ($($item:tt)*) => { $crate::line::upstream_non_exhaustive! { $($item)* } };
     }
     pub(crate) use with_event_store_variant;
+
+    /// Declares the worker's error with upstream's `KeepAliveTimeout` after
+    /// its first variant: 0.15 to 2.2 have it (1.8 and 2.2 deprecate it, and
+    /// quit an idle worker with `IdleTimeout`), and matches name it.
+    macro_rules! with_keep_alive_variant {
+        (
+            $(#[$meta:meta])*
+            $vis:vis enum $name:ident {
+                $(#[$first_meta:meta])*
+                $first:ident,
+                $($rest:tt)*
+            }
+        ) => {
+            $crate::line::upstream_non_exhaustive! {
+            $(#[$meta])*
+            $vis enum $name {
+                $(#[$first_meta])*
+                $first,
+                /// The session saw no activity for its whole `keep_alive`.
+                #[error("no activity for the session's keep-alive of {0:?}")]
+                KeepAliveTimeout(std::time::Duration),
+                $($rest)*
+            }
+            }
+        };
+    }
+    pub(crate) use with_keep_alive_variant;
+
+    /// `SessionConfig::default()`'s timeouts and `retry`, 1.8's and 2.2's:
+    /// sessions end five minutes after their last activity and one minute
+    /// without `initialize`; priming frames ask for three seconds.
+    #[cfg(not(rmcp_line_0_17))]
+    pub(crate) const SESSION_KEEP_ALIVE: Option<std::time::Duration> =
+        Some(std::time::Duration::from_secs(5 * 60));
+    #[cfg(not(rmcp_line_0_17))]
+    pub(crate) const SESSION_INIT_TIMEOUT: Option<std::time::Duration> =
+        Some(std::time::Duration::from_secs(60));
+    #[cfg(not(rmcp_line_0_17))]
+    pub(crate) const SESSION_SSE_RETRY: Option<std::time::Duration> =
+        Some(std::time::Duration::from_secs(3));
+
+    /// 0.x's sessions have no keep-alive and no `initialize` deadline
+    /// unless the application sets one: an idle session lives until its
+    /// client deletes it, as with upstream 0.x (whose clients cannot recover
+    /// a session the server forgot).
+    #[cfg(rmcp_line_0_17)]
+    pub(crate) const SESSION_KEEP_ALIVE: Option<std::time::Duration> = None;
+    #[cfg(rmcp_line_0_17)]
+    pub(crate) const SESSION_INIT_TIMEOUT: Option<std::time::Duration> = None;
+    /// 0.x's `retry` is the service's (`StreamableHttpServerConfig::sse_retry`),
+    /// which upstream's `POST` path already writes into each request stream;
+    /// the session adds none of its own, so the application's value (or its
+    /// `None`) is the only one the client sees.
+    #[cfg(rmcp_line_0_17)]
+    pub(crate) const SESSION_SSE_RETRY: Option<std::time::Duration> = None;
 
     /// 1.8 has no event store, so there is never one to write through.
     #[derive(Clone, Debug, Default)]
@@ -439,6 +558,34 @@ mod client {
         StreamableHttpClient, StreamableHttpError, StreamableHttpPostResponse,
     };
     use crate::transport::worker::{Worker, WorkerContext, WorkerSendRequest};
+
+    /// 0.x's default client is reqwest's own: connections pooled, and up to
+    /// ten redirects followed to any origin (an `http` to `https` 307
+    /// included), as upstream 0.x builds it.
+    #[cfg(all(feature = "transport-streamable-http-client-reqwest", rmcp_line_0_17))]
+    pub(crate) fn default_http_client() -> reqwest::Client {
+        reqwest::Client::default()
+    }
+
+    /// 1.8's default client: no idle pooling (a half-read SSE body in the
+    /// pool costs a delayed-ACK stall), reqwest's redirects (up to ten, any
+    /// origin); 2.2's follows no redirect at all, so custom headers never
+    /// reach another host. Each as its upstream builds it.
+    #[cfg(all(
+        feature = "transport-streamable-http-client-reqwest",
+        not(rmcp_line_0_17)
+    ))]
+    pub(crate) fn default_http_client() -> reqwest::Client {
+        let builder = reqwest::Client::builder().pool_max_idle_per_host(0);
+        #[cfg(rmcp_line_2)]
+        let builder = builder.redirect(reqwest::redirect::Policy::none());
+        builder.build().unwrap_or_else(|error| {
+            // Only a TLS backend that cannot start fails here; the request
+            // that needs it will say so.
+            tracing::error!(%error, "default HTTP client failed to build; using reqwest's defaults");
+            reqwest::Client::new()
+        })
+    }
 
     /// Drops the items it wraps: 1.8's client calls take no response
     /// limits.

@@ -3,6 +3,51 @@
 /// The upstream release this line overlays.
 pub(crate) const UPSTREAM_VERSION: &str = "3.11.0";
 
+/// Marks the item it wraps `#[non_exhaustive]`, as upstream 3.11 marks its
+/// counterpart (the 0.x lines leave it open; see `line/v1.rs`).
+#[allow(unused_macros)]
+macro_rules! upstream_non_exhaustive {
+    ($($item:tt)*) => { #[non_exhaustive] $($item)* };
+}
+#[allow(unused_imports)]
+pub(crate) use upstream_non_exhaustive;
+
+/// Expands the items it wraps: on 3.11 the client transport is the fork's
+/// own type (`docs/client.md`).
+#[allow(unused_macros)]
+macro_rules! with_transport_struct {
+    ($($item:tt)*) => { $($item)* };
+}
+#[allow(unused_imports)]
+pub(crate) use with_transport_struct;
+
+/// Drops the items it wraps: 3.11 keeps upstream's worker transport, and its
+/// client transport is a type of its own.
+#[allow(unused_macros)]
+macro_rules! with_transport_alias {
+    ($($item:tt)*) => {};
+}
+#[allow(unused_imports)]
+pub(crate) use with_transport_alias;
+
+/// Declares `SessionService`, the handler bound of the streamable-HTTP
+/// service, with this line's supertrait (`fork.rs` calls it, so that the
+/// bound has a public path).
+#[allow(unused_macros)]
+macro_rules! session_service {
+    () => {
+        /// What a [`StreamableHttpService`](crate::transport::StreamableHttpService)
+        /// serves: on 3.11 a `ServerHandler`, as upstream 3.11 asks (its
+        /// stateless path reads the handler's info). Every `ServerHandler`
+        /// is one, through the blanket impl; nothing else need implement it.
+        pub trait SessionService: crate::ServerHandler {}
+
+        impl<S: crate::ServerHandler> SessionService for S {}
+    };
+}
+#[allow(unused_imports)]
+pub(crate) use session_service;
+
 // Upstream's `transport` and `service` modules exist only with `client` or
 // `server` (as this crate's `transport`, see lib.rs), so everything below is
 // gated on one of them too: a transport feature alone compiles, as upstream
@@ -149,6 +194,24 @@ mod server {
         ServerSseMessage::priming(id, retry)
     }
 
+    /// `SessionConfig::default()`'s timeouts and `retry`, 3.11's: sessions
+    /// end five minutes after their last activity and one minute without
+    /// `initialize`; priming frames ask for three seconds.
+    pub(crate) const SESSION_KEEP_ALIVE: Option<std::time::Duration> =
+        Some(std::time::Duration::from_secs(5 * 60));
+    pub(crate) const SESSION_INIT_TIMEOUT: Option<std::time::Duration> =
+        Some(std::time::Duration::from_secs(60));
+    pub(crate) const SESSION_SSE_RETRY: Option<std::time::Duration> =
+        Some(std::time::Duration::from_secs(3));
+
+    /// Declares the worker's error without a keep-alive variant (3.11
+    /// dropped it: an idle session's worker quits with `IdleTimeout`),
+    /// `#[non_exhaustive]` as upstream's.
+    macro_rules! with_keep_alive_variant {
+        ($($item:tt)*) => { #[non_exhaustive] $($item)* };
+    }
+    pub(crate) use with_keep_alive_variant;
+
     /// Expands the items it wraps: 3.11 has `EventStore`, and so the
     /// session manager's API around it.
     macro_rules! with_event_store {
@@ -168,6 +231,7 @@ mod server {
             }
         ) => {
             $(#[$meta])*
+            #[non_exhaustive]
             $vis enum $name {
                 $(#[$first_meta])*
                 $first,
@@ -320,6 +384,38 @@ mod client {
     use tokio::sync::mpsc::Receiver;
 
     use crate::transport::worker::{Worker, WorkerContext, WorkerSendRequest};
+
+    /// 3.11's default client: no idle pooling (a half-read SSE body in the
+    /// pool costs a delayed-ACK stall), and only same-origin 307/308
+    /// redirects, which keep the POST body and do not leak headers to
+    /// another host.
+    #[cfg(feature = "transport-streamable-http-client-reqwest")]
+    pub(crate) fn default_http_client() -> reqwest::Client {
+        const HOPS: usize = 10;
+        let policy = reqwest::redirect::Policy::custom(|attempt| {
+            let keeps_body = [
+                reqwest::StatusCode::TEMPORARY_REDIRECT,
+                reqwest::StatusCode::PERMANENT_REDIRECT,
+            ]
+            .contains(&attempt.status());
+            let origin = attempt.previous().first().map(|u| u.origin());
+            if !keeps_body || origin.as_ref() != Some(&attempt.url().origin()) {
+                return attempt.stop();
+            }
+            if attempt.previous().len() > HOPS {
+                return attempt.error(format!("more than {HOPS} redirects"));
+            }
+            attempt.follow()
+        });
+        reqwest::Client::builder()
+            .pool_max_idle_per_host(0)
+            .redirect(policy)
+            .build()
+            .unwrap_or_else(|error| {
+                tracing::error!(%error, "default HTTP client failed to build; using reqwest's defaults");
+                reqwest::Client::new()
+            })
+    }
 
     /// Expands the items it wraps: 3.11's client calls take response
     /// limits.

@@ -1,98 +1,140 @@
 //! [`StreamableHttpClientTransport`]: upstream's worker over a
 //! [`ResumeGuard`].
+//!
+//! On 3.11 the transport is a type of its own; on 0.15 to 2.2 it is
+//! upstream's alias, `WorkerTransport<StreamableHttpClientWorker<C>>`, over
+//! the fork's worker transport (`transport/worker.rs`), because those lines'
+//! applications name both spellings. Either way a transport built by the
+//! constructors here runs upstream's worker over the guard, with no relay.
 
 use tokio_util::sync::CancellationToken;
 
 use super::{
     ResumeGuard, StreamableHttpClient, StreamableHttpClientTransportConfig,
-    StreamableHttpClientWorker, StreamableHttpError,
+    StreamableHttpClientWorker,
 };
 use crate::transport::common::client_side_sse::ResumeConfig;
-use crate::transport::{Transport, WorkerTransport};
-use crate::{RoleClient, service::RxJsonRpcMessage, service::TxJsonRpcMessage};
 
 type UpstreamWorker<C> = upstream::transport::streamable_http_client::StreamableHttpClientWorker<C>;
 
-/// The streamable-HTTP client transport: upstream's worker over a
-/// [`ResumeGuard`]. Drop-in for upstream's type of the same name.
-pub struct StreamableHttpClientTransport<C: StreamableHttpClient> {
-    inner: WorkerTransport<UpstreamWorker<ResumeGuard<C>>>,
+/// What does the work: upstream's worker over the guard, spawned by
+/// upstream's worker transport.
+pub(super) type Direct<C> =
+    upstream::transport::worker::WorkerTransport<UpstreamWorker<ResumeGuard<C>>>;
+
+/// Spawns the [`Direct`] transport for `client`, stopped by `ct`.
+pub(super) fn direct<C: StreamableHttpClient>(
+    client: C,
+    config: StreamableHttpClientTransportConfig,
+    resume: ResumeConfig,
+    ct: CancellationToken,
+) -> Direct<C> {
+    let guard = ResumeGuard::new(client, config.retry_config.clone(), resume);
+    upstream::transport::worker::WorkerTransport::spawn_with_ct(
+        UpstreamWorker::new(guard, config),
+        ct,
+    )
 }
 
-impl<C: StreamableHttpClient> std::fmt::Debug for StreamableHttpClientTransport<C> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("StreamableHttpClientTransport")
-            .finish_non_exhaustive()
-    }
-}
+crate::line::with_transport_struct! {
+    use super::StreamableHttpError;
+    use crate::transport::Transport;
+    use crate::{RoleClient, service::RxJsonRpcMessage, service::TxJsonRpcMessage};
 
-impl<C: StreamableHttpClient> StreamableHttpClientTransport<C> {
-    /// A transport over `client`, with the fork's default [`ResumeConfig`].
-    pub fn with_client(client: C, config: StreamableHttpClientTransportConfig) -> Self {
-        Self::with_resume_config(client, config, ResumeConfig::default())
+    /// The streamable-HTTP client transport: upstream's worker over a
+    /// [`ResumeGuard`]. Drop-in for upstream's type of the same name.
+    pub struct StreamableHttpClientTransport<C: StreamableHttpClient> {
+        inner: Direct<C>,
     }
 
-    /// A transport over `client` with explicit resumption knobs (fork-only).
-    pub fn with_resume_config(
-        client: C,
-        config: StreamableHttpClientTransportConfig,
-        resume: ResumeConfig,
-    ) -> Self {
-        Self::spawn_parts(client, config, resume, CancellationToken::new())
-    }
-
-    /// Runs `worker`. Upstream's spelling, where this type is an alias of
-    /// `WorkerTransport<StreamableHttpClientWorker<C>>`.
-    pub fn spawn(worker: StreamableHttpClientWorker<C>) -> Self {
-        Self::spawn_with_ct(worker, CancellationToken::new())
-    }
-
-    /// Runs `worker` until `ct` is cancelled. Upstream's spelling, as
-    /// [`spawn`](Self::spawn).
-    pub fn spawn_with_ct(worker: StreamableHttpClientWorker<C>, ct: CancellationToken) -> Self {
-        let StreamableHttpClientWorker {
-            client,
-            config,
-            resume,
-        } = worker;
-        Self::spawn_parts(client, config, resume, ct)
-    }
-
-    fn spawn_parts(
-        client: C,
-        config: StreamableHttpClientTransportConfig,
-        resume: ResumeConfig,
-        ct: CancellationToken,
-    ) -> Self {
-        let guard = ResumeGuard::new(client, config.retry_config.clone(), resume);
-        let worker = UpstreamWorker::new(guard, config);
-        Self {
-            inner: WorkerTransport::spawn_with_ct(worker, ct),
+    impl<C: StreamableHttpClient> std::fmt::Debug for StreamableHttpClientTransport<C> {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.debug_struct("StreamableHttpClientTransport")
+                .finish_non_exhaustive()
         }
     }
 
-    /// Cancels the transport's worker when cancelled.
-    pub fn cancel_token(&self) -> CancellationToken {
-        self.inner.cancel_token()
+    impl<C: StreamableHttpClient> StreamableHttpClientTransport<C> {
+        /// A transport over `client`, with the fork's default [`ResumeConfig`].
+        pub fn with_client(client: C, config: StreamableHttpClientTransportConfig) -> Self {
+            Self::with_resume_config(client, config, ResumeConfig::default())
+        }
+
+        /// A transport over `client` with explicit resumption knobs (fork-only).
+        pub fn with_resume_config(
+            client: C,
+            config: StreamableHttpClientTransportConfig,
+            resume: ResumeConfig,
+        ) -> Self {
+            Self {
+                inner: direct(client, config, resume, CancellationToken::new()),
+            }
+        }
+
+        /// Runs `worker`. Upstream's spelling, where this type is an alias of
+        /// `WorkerTransport<StreamableHttpClientWorker<C>>`.
+        pub fn spawn(worker: StreamableHttpClientWorker<C>) -> Self {
+            Self::spawn_with_ct(worker, CancellationToken::new())
+        }
+
+        /// Runs `worker` until `ct` is cancelled. Upstream's spelling, as
+        /// [`spawn`](Self::spawn).
+        pub fn spawn_with_ct(worker: StreamableHttpClientWorker<C>, ct: CancellationToken) -> Self {
+            let (client, config, resume) = worker.into_parts();
+            Self {
+                inner: direct(client, config, resume, ct),
+            }
+        }
+
+        /// Cancels the transport's worker when cancelled.
+        pub fn cancel_token(&self) -> CancellationToken {
+            self.inner.cancel_token()
+        }
+    }
+
+    impl<C: StreamableHttpClient> Transport<RoleClient> for StreamableHttpClientTransport<C> {
+        type Error = StreamableHttpError<C::Error>;
+
+        fn send(
+            &mut self,
+            item: TxJsonRpcMessage<RoleClient>,
+        ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+            self.inner.send(item)
+        }
+
+        fn receive(&mut self) -> impl Future<Output = Option<RxJsonRpcMessage<RoleClient>>> + Send {
+            self.inner.receive()
+        }
+
+        fn close(&mut self) -> impl Future<Output = Result<(), Self::Error>> + Send {
+            self.inner.close()
+        }
     }
 }
 
-impl<C: StreamableHttpClient> Transport<RoleClient> for StreamableHttpClientTransport<C> {
-    type Error = StreamableHttpError<C::Error>;
+crate::line::with_transport_alias! {
+    /// The streamable-HTTP client transport, spelled as upstream spells it:
+    /// the worker transport of [`StreamableHttpClientWorker`]. Built by the
+    /// constructors below, it runs upstream's worker over a [`ResumeGuard`]
+    /// directly; spawned from a worker, it relays through the worker's queues.
+    pub type StreamableHttpClientTransport<C> =
+        crate::transport::worker::WorkerTransport<StreamableHttpClientWorker<C>>;
 
-    fn send(
-        &mut self,
-        item: TxJsonRpcMessage<RoleClient>,
-    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
-        self.inner.send(item)
-    }
+    impl<C: StreamableHttpClient> StreamableHttpClientTransport<C> {
+        /// A transport over `client`, with the fork's default [`ResumeConfig`].
+        pub fn with_client(client: C, config: StreamableHttpClientTransportConfig) -> Self {
+            Self::with_resume_config(client, config, ResumeConfig::default())
+        }
 
-    fn receive(&mut self) -> impl Future<Output = Option<RxJsonRpcMessage<RoleClient>>> + Send {
-        self.inner.receive()
-    }
-
-    fn close(&mut self) -> impl Future<Output = Result<(), Self::Error>> + Send {
-        self.inner.close()
+        /// A transport over `client` with explicit resumption knobs (fork-only).
+        pub fn with_resume_config(
+            client: C,
+            config: StreamableHttpClientTransportConfig,
+            resume: ResumeConfig,
+        ) -> Self {
+            let ct = CancellationToken::new();
+            Self::direct(direct(client, config, resume, ct.clone()), ct)
+        }
     }
 }
 
@@ -105,39 +147,8 @@ impl StreamableHttpClientTransport<reqwest::Client> {
 
     /// A transport from `config` over the default reqwest client.
     pub fn from_config(config: StreamableHttpClientTransportConfig) -> Self {
-        Self::with_client(default_reqwest_client(), config)
+        Self::with_client(crate::line::default_http_client(), config)
     }
-}
-
-/// Like upstream's default client: no idle pooling (a half-read SSE body in
-/// the pool costs a delayed-ACK stall), and only same-origin 307/308
-/// redirects, which keep the POST body and do not leak headers to another host.
-#[cfg(feature = "transport-streamable-http-client-reqwest")]
-fn default_reqwest_client() -> reqwest::Client {
-    const HOPS: usize = 10;
-    let policy = reqwest::redirect::Policy::custom(|attempt| {
-        let keeps_body = [
-            reqwest::StatusCode::TEMPORARY_REDIRECT,
-            reqwest::StatusCode::PERMANENT_REDIRECT,
-        ]
-        .contains(&attempt.status());
-        let origin = attempt.previous().first().map(|u| u.origin());
-        if !keeps_body || origin.as_ref() != Some(&attempt.url().origin()) {
-            return attempt.stop();
-        }
-        if attempt.previous().len() > HOPS {
-            return attempt.error(format!("more than {HOPS} redirects"));
-        }
-        attempt.follow()
-    });
-    reqwest::Client::builder()
-        .pool_max_idle_per_host(0)
-        .redirect(policy)
-        .build()
-        .unwrap_or_else(|error| {
-            tracing::error!(%error, "default HTTP client failed to build; using reqwest's defaults");
-            reqwest::Client::new()
-        })
 }
 
 #[cfg(all(unix, feature = "transport-streamable-http-client-unix-socket"))]

@@ -5,10 +5,7 @@ use std::sync::Arc;
 
 use futures::StreamExt;
 
-use super::{
-    StreamableHttpClient, StreamableHttpClientTransport, StreamableHttpClientTransportConfig,
-    StreamableHttpError,
-};
+use super::{StreamableHttpClient, StreamableHttpClientTransportConfig, StreamableHttpError};
 use crate::RoleClient;
 use crate::transport::Transport;
 use crate::transport::common::client_side_sse::ResumeConfig;
@@ -16,22 +13,72 @@ use crate::transport::worker::{
     Worker, WorkerConfig, WorkerContext, WorkerQuitReason, WorkerSendRequest,
 };
 
-/// The streamable-HTTP client as a [`Worker`], for callers that spawn it with
-/// [`WorkerTransport::spawn`](crate::transport::WorkerTransport::spawn) themselves. Drop-in for upstream's type: same
-/// public fields and constructors.
-///
-/// It relays between its own queues and a [`StreamableHttpClientTransport`],
-/// which does the work; [`StreamableHttpClientTransport::with_client`] skips
-/// that relay and is the faster way to the same behaviour.
-#[derive(Debug, Clone, Default)]
-#[non_exhaustive]
-pub struct StreamableHttpClientWorker<C: StreamableHttpClient> {
-    /// The HTTP client.
-    pub client: C,
-    /// Upstream's transport configuration.
-    pub config: StreamableHttpClientTransportConfig,
-    /// The fork's resumption knobs.
-    pub resume: ResumeConfig,
+crate::line::with_transport_struct! {
+    /// The streamable-HTTP client as a [`Worker`], for callers that spawn it with
+    /// [`WorkerTransport::spawn`](crate::transport::WorkerTransport::spawn) themselves. Drop-in for upstream's type: same
+    /// public fields and constructors.
+    ///
+    /// It relays between its own queues and a [`StreamableHttpClientTransport`](super::StreamableHttpClientTransport),
+    /// which does the work; [`StreamableHttpClientTransport::with_client`](super::StreamableHttpClientTransport::with_client) skips
+    /// that relay and is the faster way to the same behaviour.
+    #[derive(Debug, Clone, Default)]
+    #[non_exhaustive]
+    pub struct StreamableHttpClientWorker<C: StreamableHttpClient> {
+        /// The HTTP client.
+        pub client: C,
+        /// Upstream's transport configuration.
+        pub config: StreamableHttpClientTransportConfig,
+        /// The fork's resumption knobs.
+        pub resume: ResumeConfig,
+    }
+
+    impl<C: StreamableHttpClient> StreamableHttpClientWorker<C> {
+        /// A worker over `client`.
+        pub fn new(client: C, config: StreamableHttpClientTransportConfig) -> Self {
+            Self {
+                client,
+                config,
+                resume: ResumeConfig::default(),
+            }
+        }
+
+        pub(super) fn into_parts(self) -> (C, StreamableHttpClientTransportConfig, ResumeConfig) {
+            (self.client, self.config, self.resume)
+        }
+    }
+}
+
+crate::line::with_transport_alias! {
+    crate::line::upstream_non_exhaustive! {
+    /// The streamable-HTTP client as a [`Worker`], for callers that spawn it with
+    /// [`WorkerTransport::spawn`](crate::transport::WorkerTransport::spawn) themselves. Drop-in for upstream's type: the
+    /// same public fields (0.x: a struct literal compiles) and constructors.
+    ///
+    /// Spawned, it relays between its own queues and a transport that does
+    /// the work; [`StreamableHttpClientTransport::with_client`](super::StreamableHttpClientTransport::with_client) skips that
+    /// relay and is the faster way to the same behaviour, and
+    /// [`with_resume_config`](super::StreamableHttpClientTransport::with_resume_config) sets the fork's
+    /// resumption knobs (a worker takes their defaults).
+    #[derive(Debug, Clone, Default)]
+    // `#[non_exhaustive]` where upstream's is (see `line`).
+    pub struct StreamableHttpClientWorker<C: StreamableHttpClient> {
+        /// The HTTP client.
+        pub client: C,
+        /// Upstream's transport configuration.
+        pub config: StreamableHttpClientTransportConfig,
+    }
+    }
+
+    impl<C: StreamableHttpClient> StreamableHttpClientWorker<C> {
+        /// A worker over `client`.
+        pub fn new(client: C, config: StreamableHttpClientTransportConfig) -> Self {
+            Self { client, config }
+        }
+
+        pub(super) fn into_parts(self) -> (C, StreamableHttpClientTransportConfig, ResumeConfig) {
+            (self.client, self.config, ResumeConfig::default())
+        }
+    }
 }
 
 impl<C: StreamableHttpClient + Default> StreamableHttpClientWorker<C> {
@@ -41,17 +88,6 @@ impl<C: StreamableHttpClient + Default> StreamableHttpClientWorker<C> {
             C::default(),
             StreamableHttpClientTransportConfig::with_uri(url),
         )
-    }
-}
-
-impl<C: StreamableHttpClient> StreamableHttpClientWorker<C> {
-    /// A worker over `client`.
-    pub fn new(client: C, config: StreamableHttpClientTransportConfig) -> Self {
-        Self {
-            client,
-            config,
-            resume: ResumeConfig::default(),
-        }
     }
 }
 
@@ -95,11 +131,10 @@ impl<C: StreamableHttpClient> Worker for StreamableHttpClientWorker<C> {
         self,
         mut context: WorkerContext<Self>,
     ) -> Result<(), WorkerQuitReason<Self::Error>> {
-        let mut transport = StreamableHttpClientTransport::with_resume_config(
-            self.client,
-            self.config,
-            self.resume,
-        );
+        // The worker's own token stops the loop; the transport's is its own,
+        // closed below.
+        let (client, config, resume) = self.into_parts();
+        let mut transport = super::transport::direct(client, config, resume, Default::default());
         let mut sending = futures::stream::FuturesUnordered::new();
         let ct = context.cancellation_token.clone();
         let mut control = crate::line::take_control(&mut context);
@@ -143,7 +178,7 @@ async fn next_control<T>(queue: &mut Option<tokio::sync::mpsc::Receiver<T>>) -> 
 /// Hands one message to the transport; a request cancelled before it got
 /// here is answered without being sent, as upstream's worker does.
 fn relay<C: StreamableHttpClient>(
-    transport: &mut StreamableHttpClientTransport<C>,
+    transport: &mut super::transport::Direct<C>,
     sending: &mut futures::stream::FuturesUnordered<futures::future::BoxFuture<'static, ()>>,
     request: WorkerSendRequest<StreamableHttpClientWorker<C>>,
 ) {

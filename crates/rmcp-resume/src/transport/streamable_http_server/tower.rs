@@ -85,7 +85,7 @@ impl<S, M> Clone for StreamableHttpService<S, M> {
 impl<B, S, M> tower_service::Service<Request<B>> for StreamableHttpService<S, M>
 where
     M: SessionManager,
-    S: crate::ServerHandler + Send + 'static,
+    S: crate::fork::SessionService + Send + 'static,
     B: Body + Send + 'static,
     B::Data: Send + 'static,
     B::Error: Display,
@@ -114,7 +114,9 @@ where
     }
 }
 
-impl<S: crate::ServerHandler + Send + 'static, M: SessionManager> StreamableHttpService<S, M> {
+impl<S: crate::fork::SessionService + Send + 'static, M: SessionManager>
+    StreamableHttpService<S, M>
+{
     /// Builds the service; `service_factory` makes one handler per session.
     pub fn new(
         service_factory: impl Fn() -> Result<S, std::io::Error> + Send + Sync + 'static,

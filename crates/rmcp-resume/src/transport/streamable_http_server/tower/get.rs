@@ -44,7 +44,9 @@ pub(super) fn shared_log<M: SessionManager>(
     local_manager(manager).and_then(LocalSessionManager::shared_log)
 }
 
-impl<S: crate::ServerHandler + Send + 'static, M: SessionManager> StreamableHttpService<S, M> {
+impl<S: crate::fork::SessionService + Send + 'static, M: SessionManager>
+    StreamableHttpService<S, M>
+{
     /// Runs upstream's Host/Origin checks without running a handler: an
     /// `OPTIONS` request that passes them is answered 405 and nothing else.
     async fn dns_rebinding_check(&self, parts: &http::request::Parts) -> Option<BoxResponse> {

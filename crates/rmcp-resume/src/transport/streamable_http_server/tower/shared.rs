@@ -85,7 +85,9 @@ fn message(stream: StreamId, event: SharedEvent) -> Option<ServerSseMessage> {
     }
 }
 
-impl<S: crate::ServerHandler + Send + 'static, M: SessionManager> StreamableHttpService<S, M> {
+impl<S: crate::fork::SessionService + Send + 'static, M: SessionManager>
+    StreamableHttpService<S, M>
+{
     /// A `POST` for a session another live instance owns: `503`, naming the
     /// cause, rather than upstream's `500` from a restore that cannot take
     /// the session; also `503` (with `Retry-After`) when this instance runs

@@ -14,14 +14,16 @@ use crate::line::EventStream;
 use crate::model::{ClientJsonRpcMessage, RequestId, ServerJsonRpcMessage};
 use crate::transport::streamable_http_server::session::ServerSseMessage;
 
+crate::line::upstream_non_exhaustive! {
 /// The receiving end of one SSE connection.
 #[derive(Debug)]
-#[non_exhaustive]
+// `#[non_exhaustive]` where upstream's is (see `line`).
 pub struct StreamableHttpMessageReceiver {
     /// The request stream it belongs to, or `None` for the standalone stream.
     pub http_request_id: Option<HttpRequestId>,
     /// The events.
     pub inner: mpsc::Receiver<ServerSseMessage>,
+}
 }
 
 impl From<OpenedStream> for StreamableHttpMessageReceiver {
@@ -52,9 +54,10 @@ pub(super) fn forward(mut stream: EventStream) -> mpsc::Receiver<ServerSseMessag
     rx
 }
 
+crate::line::upstream_non_exhaustive! {
 /// A message from the HTTP side to a session's worker.
 #[derive(Debug)]
-#[non_exhaustive]
+// `#[non_exhaustive]` where upstream's is (see `line`).
 pub enum SessionEvent {
     /// Open a request stream for a client's request and hand the request
     /// to the handler, in one turn of the worker (fork-only): a `POST`
@@ -142,10 +145,12 @@ pub enum SessionEvent {
         http_request_id: Option<HttpRequestId>,
     },
 }
+}
 
+crate::line::upstream_non_exhaustive! {
 /// Kept for compatibility with upstream; not produced.
 #[derive(Debug, Clone)]
-#[non_exhaustive]
+// `#[non_exhaustive]` where upstream's is (see `line`).
 pub enum SessionQuitReason {
     /// Cancelled.
     Cancelled,
@@ -157,6 +162,7 @@ pub enum SessionQuitReason {
     ClientTerminated,
     /// The service ended.
     ServiceTerminated,
+}
 }
 
 /// Upstream's names for opening and forgetting streams.

@@ -2,9 +2,10 @@
 
 use std::time::Duration;
 
+crate::line::upstream_non_exhaustive! {
 /// Configuration of one session.
 #[derive(Debug, Clone)]
-#[non_exhaustive]
+// `#[non_exhaustive]` where upstream's is (see `line`).
 pub struct SessionConfig {
     /// How long a request stream stays resumable after its response.
     pub completed_cache_ttl: Duration,
@@ -13,11 +14,15 @@ pub struct SessionConfig {
     /// its budgets: every event younger than [`replay_retention`](Self::replay_retention),
     /// up to [`max_replay_events`](Self::max_replay_events).
     pub channel_capacity: usize,
-    /// End the session if `initialize` does not arrive within this.
+    /// End the session if `initialize` does not arrive within this. Default:
+    /// one minute; `None` on 0.x, whose sessions have no such deadline.
     pub init_timeout: Option<Duration>,
-    /// The `retry` sent in priming events.
+    /// The `retry` sent in priming events. Default: three seconds; `None`
+    /// on 0.x, where the service's `sse_retry` is the one sent.
     pub sse_retry: Option<Duration>,
-    /// End the session after this long without any activity.
+    /// End the session after this long without any activity; a connected
+    /// standalone `GET` counts as activity. Default: five minutes; `None`
+    /// on 0.x, whose sessions live until deleted.
     pub keep_alive: Option<Duration>,
     /// Answered request streams kept resumable at once; beyond this the
     /// oldest is forgotten before its `completed_cache_ttl` (fork-only).
@@ -44,17 +49,18 @@ pub struct SessionConfig {
     /// events before adding one, never another session's.
     pub max_replay_bytes_total: usize,
 }
+}
 
 impl SessionConfig {
     /// Default `completed_cache_ttl`: one minute.
     pub const DEFAULT_COMPLETED_CACHE_TTL: Duration = Duration::from_secs(60);
-    /// Default `init_timeout`: one minute.
+    /// `init_timeout` on 1.8 and later: one minute.
     pub const DEFAULT_INIT_TIMEOUT: Duration = Self::DEFAULT_COMPLETED_CACHE_TTL;
     /// Default `channel_capacity`.
     pub const DEFAULT_CHANNEL_CAPACITY: usize = 16;
-    /// Default `sse_retry`: three seconds.
+    /// `sse_retry` on 1.8 and later: three seconds.
     pub const DEFAULT_SSE_RETRY: Duration = Duration::from_millis(3_000);
-    /// Default `keep_alive`: five minutes.
+    /// `keep_alive` on 1.8 and later: five minutes.
     pub const DEFAULT_KEEP_ALIVE: Duration = Duration::from_secs(5 * 60);
     /// Default `max_completed_streams`.
     pub const DEFAULT_MAX_COMPLETED_STREAMS: usize = 1024;
@@ -86,9 +92,12 @@ impl Default for SessionConfig {
         Self {
             completed_cache_ttl: Self::DEFAULT_COMPLETED_CACHE_TTL,
             channel_capacity: Self::DEFAULT_CHANNEL_CAPACITY,
-            init_timeout: Some(Self::DEFAULT_INIT_TIMEOUT),
-            sse_retry: Some(Self::DEFAULT_SSE_RETRY),
-            keep_alive: Some(Self::DEFAULT_KEEP_ALIVE),
+            // Upstream's per line: 1.8 and later set all three; 0.x sets
+            // none (its sessions live until deleted, and its `retry` is the
+            // service's `sse_retry`, which the POST path writes).
+            init_timeout: crate::line::SESSION_INIT_TIMEOUT,
+            sse_retry: crate::line::SESSION_SSE_RETRY,
+            keep_alive: crate::line::SESSION_KEEP_ALIVE,
             max_completed_streams: Self::DEFAULT_MAX_COMPLETED_STREAMS,
             reader_stall_timeout: Self::DEFAULT_READER_STALL_TIMEOUT,
             replay_retention: None,

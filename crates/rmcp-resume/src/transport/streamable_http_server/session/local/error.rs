@@ -13,8 +13,8 @@ crate::line::with_event_store_variant! {
     /// `CursorBelowFloor`, `UnknownStream` and `StreamComplete` variants exist
     /// for callers of [`LocalSessionHandle::resume_with_notice`](super::LocalSessionHandle::resume_with_notice)
     /// and upstream's `resume`.
+    // `#[non_exhaustive]` where upstream's is (see `line`).
     #[derive(Debug, thiserror::Error)]
-    #[non_exhaustive]
     pub enum SessionError {
         /// The cursor names an event this session never produced.
         #[error("Invalid event id")]
@@ -79,17 +79,19 @@ impl From<SessionError> for std::io::Error {
     }
 }
 
+crate::line::with_keep_alive_variant! {
 /// Why a session's worker stopped.
 #[allow(clippy::large_enum_variant)]
+// `#[non_exhaustive]` where upstream's is (see `line`).
 #[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
 pub enum LocalSessionWorkerError {
-    /// The worker task failed.
-    #[error("Tokio join error {0}")]
-    TokioJoinError(#[from] tokio::task::JoinError),
     /// The transport closed.
     #[error("Transport closed")]
     TransportClosed,
+    // 0.15 to 2.2's `KeepAliveTimeout(Duration)` comes here (see `line`).
+    /// The worker task failed.
+    #[error("Tokio join error {0}")]
+    TokioJoinError(#[from] tokio::task::JoinError),
     /// No `initialize` arrived in time.
     #[error("init timeout after {}ms", _0.as_millis())]
     InitTimeout(Duration),
@@ -109,4 +111,5 @@ pub enum LocalSessionWorkerError {
     /// unreachable: this instance may no longer write it (fork-only).
     #[error("this instance no longer owns the session")]
     OwnershipLost,
+}
 }

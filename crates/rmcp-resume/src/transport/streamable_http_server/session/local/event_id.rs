@@ -20,9 +20,10 @@ impl std::fmt::Display for EventId {
     }
 }
 
+crate::line::upstream_non_exhaustive! {
 /// Why a string is not an [`EventId`].
 #[derive(Debug, Clone, thiserror::Error)]
-#[non_exhaustive]
+// `#[non_exhaustive]` where upstream's is (see `line`).
 pub enum EventIdParseError {
     /// The index is not a number.
     #[error("Invalid index: {0}")]
@@ -39,6 +40,7 @@ pub enum EventIdParseError {
     /// Not `N` or `N/M` (empty, extra slashes, overflow, too long, …).
     #[error("Malformed event id: {0}")]
     Malformed(CursorParseError),
+}
 }
 
 impl std::str::FromStr for EventId {

@@ -21,9 +21,10 @@ use crate::transport::resumption::{ResumeAnswer, RmcpEventId};
 use crate::transport::streamable_http_server::session::{ServerSseMessage, SessionManager};
 use rmcp_resume_core::shared::Mirror;
 
+crate::line::upstream_non_exhaustive! {
 /// Keeps every session of this process in memory.
 #[derive(Debug, Default)]
-#[non_exhaustive]
+// `#[non_exhaustive]` where upstream's is (see `line`).
 pub struct LocalSessionManager {
     event_store: StoreSlot,
     shared: Option<SharedSlot>,
@@ -35,10 +36,12 @@ pub struct LocalSessionManager {
     /// when the first session starts.
     replay_bytes: std::sync::OnceLock<Arc<Meter>>,
 }
+}
 
+crate::line::upstream_non_exhaustive! {
 /// Errors of [`LocalSessionManager`].
 #[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
+// `#[non_exhaustive]` where upstream's is (see `line`).
 pub enum LocalSessionManagerError {
     /// The `Last-Event-ID` is not an event id of this server.
     #[error("Invalid event id: {0}")]
@@ -55,6 +58,7 @@ pub enum LocalSessionManagerError {
     /// The shared log failed (fork-only).
     #[error("shared log: {0}")]
     Shared(#[from] SharedLogError),
+}
 }
 
 /// The shared log, in a field that can be `Debug`.

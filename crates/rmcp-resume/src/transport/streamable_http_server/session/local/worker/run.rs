@@ -134,6 +134,13 @@ impl Worker for LocalSessionWorker {
             match turn {
                 Turn::Active | Turn::Timer => last_turn = Instant::now(),
                 Turn::KeepAlive => {
+                    // A client holding its standalone `GET` open is there,
+                    // waiting for what the server sends: its session is not
+                    // idle, however long nothing happens (upstream 0.x, with
+                    // no keep-alive, never ended it either).
+                    if self.session.standalone().has_primary() {
+                        last_turn = Instant::now();
+                    }
                     let due = after(last_turn, idle);
                     if Instant::now() >= due {
                         return Err(crate::line::idle_quit(idle));
