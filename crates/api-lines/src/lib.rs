@@ -1,0 +1,328 @@
+//! The per-line API check (issue 46): code written against an upstream rmcp
+//! line must compile against that line's face unchanged.
+//!
+//! Each `probe/*.rs` file is application code spelled as upstream allows it.
+//! [`line!`] compiles the files a line takes twice, in two modules: once with
+//! `rmcp` naming upstream itself, once naming the line's overlay, which is
+//! the source tree and build script its `[patch.crates-io]` face compiles. A
+//! probe that compiles against upstream and not against the overlay is a
+//! break, and rustc names the item at the probe's line. The `#[test]`s below
+//! compare what both sides return where a value matters (defaults).
+//!
+//! | File | What it pins | Lines |
+//! |---|---|---|
+//! | `probe/items.rs` | every public item of upstream's streamable-HTTP modules the five lines share: names, signatures, fields, variants, impls | all |
+//! | `probe/behaviour.rs` | a scripted HTTP session (initialize, an idle spell on a paused clock, with and without a `GET` held open, list, call, every `retry:`), in process | all |
+//! | `probe/server.rs` | the service's handler bound (`Service<RoleServer>`), a router, a boxed service, a hand-written service | all |
+//! | `probe/client.rs` | the client transport as upstream's alias of `WorkerTransport`, its constructors | all |
+//! | `probe/session.rs` | `LocalSessionWorkerError::KeepAliveTimeout`, the session items' types and signatures | all |
+//! | `probe/literals_0x.rs` | struct literals and exhaustive matches 0.x allows (no `#[non_exhaustive]`) | 0.15, 0.16, 0.17 |
+//! | `probe/defaults_0x.rs`, `probe/defaults_1x.rs` | `SessionConfig::default()` | 0.x; 1.8 and 2.2 |
+
+// The probes are application code, written as upstream lets applications
+// write it; style lints about that code say nothing of the API.
+#![allow(dead_code, clippy::all)]
+
+/// Compiles a line's probe files against upstream (`$up`) and against the
+/// overlay (`$fork`); `$http` is the reqwest that line's upstream is built on.
+macro_rules! line {
+    ($line:ident, $up:ident, $fork:ident, $http:ident, [$($file:literal),* $(,)?]) => {
+        pub mod $line {
+            pub mod upstream {
+                use ::$up as rmcp;
+                use ::$http as reqwest;
+                $(include!($file);)*
+            }
+            pub mod overlay {
+                use ::$fork as rmcp;
+                use ::$http as reqwest;
+                $(include!($file);)*
+            }
+        }
+    };
+}
+
+line!(
+    v2_2,
+    up_2,
+    fork_2,
+    reqwest,
+    [
+        "probe/server.rs",
+        "probe/behaviour.rs",
+        "probe/items.rs",
+        "probe/client.rs",
+        "probe/session.rs",
+        "probe/defaults_1x.rs",
+    ]
+);
+line!(
+    v1_8,
+    up_1,
+    fork_1,
+    reqwest,
+    [
+        "probe/server.rs",
+        "probe/behaviour.rs",
+        "probe/items.rs",
+        "probe/client.rs",
+        "probe/session.rs",
+        "probe/defaults_1x.rs",
+    ]
+);
+line!(
+    v0_17,
+    up_0_17,
+    fork_0_17,
+    reqwest,
+    [
+        "probe/server.rs",
+        "probe/behaviour.rs",
+        "probe/items.rs",
+        "probe/client.rs",
+        "probe/session.rs",
+        "probe/literals_0x.rs",
+        "probe/defaults_0x.rs",
+    ]
+);
+line!(
+    v0_16,
+    up_0_16,
+    fork_0_16,
+    reqwest,
+    [
+        "probe/server.rs",
+        "probe/behaviour.rs",
+        "probe/items.rs",
+        "probe/client.rs",
+        "probe/session.rs",
+        "probe/literals_0x.rs",
+        "probe/defaults_0x.rs",
+    ]
+);
+line!(
+    v0_15,
+    up_0_15,
+    fork_0_15,
+    reqwest_0_12,
+    [
+        "probe/server.rs",
+        "probe/behaviour.rs",
+        "probe/items.rs",
+        "probe/client.rs",
+        "probe/session.rs",
+        "probe/literals_0x.rs",
+        "probe/defaults_0x.rs",
+    ]
+);
+
+#[cfg(test)]
+mod tests {
+    /// Upstream's `SessionConfig::default()`, field by field, on each line.
+    #[test]
+    fn session_defaults_are_upstreams() {
+        let lines = [
+            (
+                "2.2",
+                super::v2_2::upstream::session_defaults(),
+                super::v2_2::overlay::session_defaults(),
+            ),
+            (
+                "1.8",
+                super::v1_8::upstream::session_defaults(),
+                super::v1_8::overlay::session_defaults(),
+            ),
+            (
+                "0.17",
+                super::v0_17::upstream::session_defaults(),
+                super::v0_17::overlay::session_defaults(),
+            ),
+            (
+                "0.16",
+                super::v0_16::upstream::session_defaults(),
+                super::v0_16::overlay::session_defaults(),
+            ),
+            (
+                "0.15",
+                super::v0_15::upstream::session_defaults(),
+                super::v0_15::overlay::session_defaults(),
+            ),
+        ];
+        let mut differences = Vec::new();
+        for (line, upstream, overlay) in lines {
+            for ((field, up), (_, ours)) in upstream.iter().zip(overlay.iter()) {
+                if up != ours {
+                    differences.push(format!(
+                        "{line}: SessionConfig::default().{field}: upstream {up}, overlay {ours}"
+                    ));
+                }
+            }
+        }
+        assert!(differences.is_empty(), "{}", differences.join("\n"));
+    }
+
+    use std::time::Duration;
+
+    macro_rules! transcripts {
+        ($plan:expr) => {
+            [
+                (
+                    "2.2",
+                    super::v2_2::upstream::script::run(plan!(v2_2, upstream, $plan)).await,
+                    super::v2_2::overlay::script::run(plan!(v2_2, overlay, $plan)).await,
+                ),
+                (
+                    "1.8",
+                    super::v1_8::upstream::script::run(plan!(v1_8, upstream, $plan)).await,
+                    super::v1_8::overlay::script::run(plan!(v1_8, overlay, $plan)).await,
+                ),
+                (
+                    "0.17",
+                    super::v0_17::upstream::script::run(plan!(v0_17, upstream, $plan)).await,
+                    super::v0_17::overlay::script::run(plan!(v0_17, overlay, $plan)).await,
+                ),
+                (
+                    "0.16",
+                    super::v0_16::upstream::script::run(plan!(v0_16, upstream, $plan)).await,
+                    super::v0_16::overlay::script::run(plan!(v0_16, overlay, $plan)).await,
+                ),
+                (
+                    "0.15",
+                    super::v0_15::upstream::script::run(plan!(v0_15, upstream, $plan)).await,
+                    super::v0_15::overlay::script::run(plan!(v0_15, overlay, $plan)).await,
+                ),
+            ]
+        };
+    }
+
+    /// The same plan, in the type of each line's module.
+    macro_rules! plan {
+        ($line:ident, $side:ident, $plan:expr) => {{
+            let (sse_retry, keep_alive, hold_get, idle) = $plan;
+            super::$line::$side::script::Plan {
+                sse_retry,
+                keep_alive,
+                hold_get,
+                idle,
+            }
+        }};
+    }
+
+    /// Every line where upstream and the overlay answered differently, but
+    /// for the differences `allowed` names (line, step prefix).
+    fn differences(
+        transcripts: &[(&str, Vec<String>, Vec<String>)],
+        allowed: &[(&str, &str)],
+    ) -> Vec<String> {
+        let mut found = Vec::new();
+        for (line, upstream, overlay) in transcripts {
+            if upstream.len() != overlay.len() {
+                found.push(format!(
+                    "{line}: upstream {upstream:?}\n      overlay  {overlay:?}"
+                ));
+                continue;
+            }
+            for (up, ours) in upstream.iter().zip(overlay) {
+                let on_purpose = allowed
+                    .iter()
+                    .any(|(l, step)| l == line && up.starts_with(step));
+                if up != ours && !on_purpose {
+                    found.push(format!("{line}: upstream {up}\n      overlay  {ours}"));
+                }
+            }
+        }
+        found
+    }
+
+    /// The defaults: idle past 300 s (upstream 1.x's keep-alive) and on to
+    /// 440 s, then list and call. 0.x sessions live on, as upstream's; on
+    /// 1.8 and 2.2 both ends refuse the expired session.
+    #[tokio::test(start_paused = true)]
+    async fn idle_session_as_upstream() {
+        let plan = (
+            Some(Duration::from_secs(3)),
+            None,
+            false,
+            Duration::from_secs(440),
+        );
+        let transcripts = transcripts!(plan);
+        let found = differences(&transcripts, &[]);
+        assert!(found.is_empty(), "{}", found.join("\n"));
+    }
+
+    /// The application's `sse_retry` is the one the client sees: none when
+    /// it is `None`, 10000 when it is 10 s, never 3000 beside it.
+    #[tokio::test(start_paused = true)]
+    async fn sse_retry_as_the_application_sets_it() {
+        for retry in [None, Some(Duration::from_secs(10))] {
+            let plan = (retry, None, false, Duration::from_secs(1));
+            let transcripts = transcripts!(plan);
+            let found = differences(&transcripts, &[]);
+            assert!(
+                found.is_empty(),
+                "sse_retry {retry:?}:\n{}",
+                found.join("\n")
+            );
+            // And on 0.x, where the service's `sse_retry` is the one knob,
+            // the value is the application's. (On 1.8 and 2.2 a request
+            // stream's is the session's, `SessionConfig::sse_retry`, as
+            // upstream's: the comparison above holds them to it.)
+            let expected = match retry {
+                Some(retry) => format!("retry=[\"{}\"]", retry.as_millis()),
+                None => "retry=[]".to_owned(),
+            };
+            for (line, _, overlay) in transcripts
+                .iter()
+                .filter(|(line, ..)| line.starts_with("0."))
+            {
+                let list = overlay.iter().find(|step| step.starts_with("tools/list"));
+                assert!(
+                    list.is_some_and(|step| step.contains(&expected)),
+                    "{line}, sse_retry {retry:?}: {overlay:?}"
+                );
+            }
+        }
+    }
+
+    /// A standalone `GET` held open keeps its session alive on every line,
+    /// with the line's default keep-alive (0.x: none; 1.8 and 2.2: 300 s)
+    /// and with one the application sets. Upstream ends it at a keep-alive
+    /// all the same (its worker counts only messages); the fork does not, on
+    /// purpose (CHANGELOG): a client listening is not idle.
+    #[tokio::test(start_paused = true)]
+    async fn an_open_get_keeps_the_session() {
+        let defaults = (
+            Some(Duration::from_secs(3)),
+            None,
+            true,
+            Duration::from_secs(440),
+        );
+        let set = (
+            Some(Duration::from_secs(3)),
+            Some(Duration::from_secs(300)),
+            true,
+            Duration::from_secs(440),
+        );
+        let on_1x = [("2.2", "tools/"), ("1.8", "tools/")];
+        let on_every_line = [
+            ("2.2", "tools/"),
+            ("1.8", "tools/"),
+            ("0.17", "tools/"),
+            ("0.16", "tools/"),
+            ("0.15", "tools/"),
+        ];
+        for (plan, allowed) in [(defaults, &on_1x[..]), (set, &on_every_line[..])] {
+            let transcripts = transcripts!(plan);
+            let found = differences(&transcripts, allowed);
+            assert!(found.is_empty(), "{plan:?}:\n{}", found.join("\n"));
+            for (line, _, overlay) in &transcripts {
+                assert!(
+                    overlay
+                        .iter()
+                        .any(|step| step.starts_with("tools/list") && step.contains(" 200 ")),
+                    "{line}, {plan:?}: the session did not outlive its keep-alive with a GET open: {overlay:?}"
+                );
+            }
+        }
+    }
+}
