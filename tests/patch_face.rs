@@ -7,7 +7,8 @@
 //! downloaded is laid out as a directory source, and the fixture's cargo
 //! config replaces the git source with it. The test then asserts what
 //! `cargo tree` resolved and runs the fixture, which calls a tool and prints
-//! the fork-only `rmcp::fork::PACKAGE`.
+//! the fork-only `rmcp::fork::PACKAGE`. On 0.15 to 2.2 the fixture also
+//! compiles its line's API probe (`crates/api-lines`) against the face.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -26,6 +27,12 @@ struct Face {
     fixture: &'static str,
     /// The tool result the fixture prints.
     result: &'static str,
+    /// The line's API probe files (`crates/api-lines/src/probe`), compiled
+    /// into the fixture against the face itself, and the reqwest the line's
+    /// upstream is built on, which they name. None for 3.11, whose client
+    /// transport is the fork's own type (docs/client.md).
+    probes: &'static [&'static str],
+    reqwest: &'static str,
 }
 
 impl Face {
@@ -40,6 +47,8 @@ const FACE_3: Face = Face {
     requirement: "3.11",
     fixture: "patch-app",
     result: "PATCHED",
+    probes: &[],
+    reqwest: "0.13",
 };
 
 const FACE_1: Face = Face {
@@ -48,6 +57,15 @@ const FACE_1: Face = Face {
     requirement: "1.8",
     fixture: "patch-app-1",
     result: "patched",
+    probes: &[
+        "server.rs",
+        "items.rs",
+        "behaviour.rs",
+        "client.rs",
+        "session.rs",
+        "defaults_1x.rs",
+    ],
+    reqwest: "0.13",
 };
 
 const FACE_0_17: Face = Face {
@@ -56,6 +74,16 @@ const FACE_0_17: Face = Face {
     requirement: "0.17",
     fixture: "patch-app-0-17",
     result: "PATCHED",
+    probes: &[
+        "server.rs",
+        "items.rs",
+        "behaviour.rs",
+        "client.rs",
+        "session.rs",
+        "literals_0x.rs",
+        "defaults_0x.rs",
+    ],
+    reqwest: "0.13",
 };
 
 const FACE_0_16: Face = Face {
@@ -64,6 +92,16 @@ const FACE_0_16: Face = Face {
     requirement: "0.16",
     fixture: "patch-app-0-16",
     result: "PATCHED",
+    probes: &[
+        "server.rs",
+        "items.rs",
+        "behaviour.rs",
+        "client.rs",
+        "session.rs",
+        "literals_0x.rs",
+        "defaults_0x.rs",
+    ],
+    reqwest: "0.13",
 };
 
 const FACE_0_15: Face = Face {
@@ -72,6 +110,16 @@ const FACE_0_15: Face = Face {
     requirement: "0.15",
     fixture: "patch-app-0-15",
     result: "PATCHED",
+    probes: &[
+        "server.rs",
+        "items.rs",
+        "behaviour.rs",
+        "client.rs",
+        "session.rs",
+        "literals_0x.rs",
+        "defaults_0x.rs",
+    ],
+    reqwest: "0.12",
 };
 
 const FACE_2: Face = Face {
@@ -80,6 +128,15 @@ const FACE_2: Face = Face {
     requirement: "2.2",
     fixture: "patch-app-2",
     result: "patched",
+    probes: &[
+        "server.rs",
+        "items.rs",
+        "behaviour.rs",
+        "client.rs",
+        "session.rs",
+        "defaults_1x.rs",
+    ],
+    reqwest: "0.13",
 };
 
 fn repo_root() -> PathBuf {
@@ -139,13 +196,28 @@ fn prepare(face: &Face, scratch: &Path) -> std::io::Result<PathBuf> {
     let app = scratch.join("app");
     std::fs::create_dir_all(app.join("src"))?;
     std::fs::create_dir_all(app.join(".cargo"))?;
-    std::fs::copy(
+    let mut main = std::fs::read_to_string(
         repo_root()
             .join("tests/fixtures")
             .join(face.fixture)
             .join("main.rs"),
-        app.join("src/main.rs"),
     )?;
+    if !face.probes.is_empty() {
+        // The API probe of crates/api-lines, against the face itself (that
+        // crate compiles it against upstream and the overlay): a break
+        // fails this build at the item's name.
+        let mut probe = String::from(
+            "// The line's API probe (crates/api-lines), compiled against the face.\n\
+             #![allow(unused_imports)]\nuse ::reqwest;\nuse ::rmcp;\n",
+        );
+        for file in face.probes {
+            let path = repo_root().join("crates/api-lines/src/probe").join(file);
+            probe.push_str(&format!("include!({:?});\n", toml_path(&path)));
+        }
+        std::fs::write(app.join("src/api_probe.rs"), probe)?;
+        main.push_str("\n#[allow(dead_code)]\nmod api_probe;\n");
+    }
+    std::fs::write(app.join("src/main.rs"), main)?;
     let face_dir = repo_root().join(face.dir);
     std::fs::write(
         app.join("Cargo.toml"),
@@ -163,6 +235,14 @@ serde = {{ version = "1", features = ["derive"] }}
 serde_json = "1"
 tokio = {{ version = "1", features = ["full"] }}
 tokio-util = "0.7"
+# What the API probe names beside rmcp.
+reqwest = {{ version = "{reqwest}", default-features = false }}
+http = "1"
+http-body = "1"
+http-body-util = "0.1"
+bytes = "1"
+tower-service = "0.3"
+futures = "0.3"
 
 [patch.crates-io]
 rmcp = {{ path = "{face}" }}
@@ -176,6 +256,7 @@ debug = false
 "#,
             name = face.fixture,
             requirement = face.requirement,
+            reqwest = face.reqwest,
             face = toml_path(&face_dir)
         ),
     )?;
