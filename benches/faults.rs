@@ -12,7 +12,10 @@
 //!
 //! Other flags: `--clients C` (4), `--lease-ms L` (1000), `--window W` (32),
 //! `--post-first P` (percent of resumes, 35), `--no-standalone`,
-//! `--details D` (anomalies shown per kind, 3), `--server PATH`.
+//! `--details D` (anomalies shown per kind, 3), `--server PATH`,
+//! `--min-per-kind K` (each kind switched on applied at least K times, 1),
+//! `--min-takeovers T` (1), `--min-post-first P` (1): a run short of a
+//! minimum reports a `coverage` anomaly (see docs/fault-checker.md).
 //! Exit code 1 when any anomaly was found.
 
 use std::path::PathBuf;
@@ -33,6 +36,7 @@ struct Args {
     details: usize,
     server: Option<PathBuf>,
     backend: Backend,
+    minimums: faults::checker::Minimums,
 }
 
 fn parse() -> Result<Args, String> {
@@ -49,6 +53,11 @@ fn parse() -> Result<Args, String> {
         details: 3,
         server: None,
         backend: Backend::Redis,
+        minimums: faults::checker::Minimums {
+            per_kind: 1,
+            takeovers: 1,
+            post_first: 1,
+        },
     };
     let mut it = std::env::args().skip(1);
     let number = |name: &str, value: Option<String>| -> Result<u64, String> {
@@ -70,6 +79,15 @@ fn parse() -> Result<Args, String> {
             "--details" => args.details = number("--details", it.next())? as usize,
             "--no-standalone" => args.standalone = false,
             "--cluster" => args.backend = Backend::Cluster,
+            "--min-per-kind" => {
+                args.minimums.per_kind = number("--min-per-kind", it.next())? as usize
+            }
+            "--min-takeovers" => {
+                args.minimums.takeovers = number("--min-takeovers", it.next())? as usize
+            }
+            "--min-post-first" => {
+                args.minimums.post_first = number("--min-post-first", it.next())? as usize
+            }
             "--kinds" => {
                 args.kinds = FaultKind::parse_list(&it.next().ok_or("--kinds needs a value")?)?
             }
@@ -169,12 +187,13 @@ fn main() {
         config.post_first_percent = args.post_first;
         config.standalone = args.standalone;
         config.backend = args.backend;
+        config.minimums = args.minimums.clone();
         match runtime.block_on(faults::run(&config)) {
             Ok(report) => {
                 println!("{}", report.table_row());
                 reports.push(report);
             }
-            Err(error) => println!("| {seed} | run failed: {error} | | | | | | | |"),
+            Err(error) => println!("| {seed} | run failed: {error} | | | | | | | | | |"),
         }
     }
     if cluster {

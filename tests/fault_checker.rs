@@ -15,6 +15,7 @@
 //! | redis | Redis | 8 | cut, redis-pause, redis-stop, redis-restart (2) |
 //! | mixed | Redis | 8 | pause, kill, redis-stop, redis-restart (2) |
 //! | cluster | Redis Cluster | 10 | cut, redis-pause (a primary), redis-stop (every node), failover, primary-kill (2) |
+//! | partition | Redis | 6 | partition (an instance from Redis), cut (3) |
 //!
 //! `cargo bench --bench faults` is the long run, with every fault kind
 //! (`-- --cluster` on a Redis Cluster).
@@ -132,6 +133,22 @@ async fn failovers_and_primary_faults_on_a_redis_cluster_are_reported_never_sile
             FaultKind::PrimaryKill,
         ],
         0,
+    )
+    .await;
+}
+
+/// One instance at a time cut off from Redis by the proxy between them
+/// (blackholed or cut, half the time past the lease), among cuts of the
+/// clients' links: the owner must stop on its own while another takes
+/// over, and a call it cannot commit must be refused, not answered empty.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn partitions_of_an_instance_from_redis_are_reported_never_silent() {
+    check_on(
+        Backend::Redis,
+        5,
+        6,
+        &[FaultKind::Partition, FaultKind::Cut],
+        1,
     )
     .await;
 }

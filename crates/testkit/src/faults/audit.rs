@@ -464,6 +464,55 @@ mod tests {
         assert_eq!(count, 1, "this test's own connection");
     }
 
+    /// `PING` through `url`, within 500 ms.
+    async fn ping(url: &str) -> Result<String, String> {
+        let client = redis::Client::open(url).map_err(|e| e.to_string())?;
+        let work = async {
+            let mut conn = client.get_multiplexed_async_connection().await?;
+            redis::cmd("PING").query_async::<String>(&mut conn).await
+        };
+        match tokio::time::timeout(Duration::from_millis(500), work).await {
+            Err(_) => Err("no answer".to_owned()),
+            Ok(result) => result.map_err(|e| e.to_string()),
+        }
+    }
+
+    /// An instance's proxy to Redis (the partition fault's) passes
+    /// commands, holds them while blackholed, refuses them while cut, and
+    /// passes them again after. Named for CI's list of tests that need
+    /// redis-server.
+    #[tokio::test]
+    async fn reads_an_event_through_a_redis_link_that_passes_holds_and_cuts() {
+        let redis = RedisProc::start().expect("redis-server");
+        let socket = std::path::PathBuf::from(
+            redis
+                .url()
+                .strip_prefix("unix://")
+                .expect("a socket URL")
+                .to_owned(),
+        );
+        let dir = socket.parent().expect("its dir").to_owned();
+        let ct = CancellationToken::new();
+        let link =
+            crate::faults::net::RedisLink::start(dir.join("instance-0.sock"), socket, ct.clone())
+                .expect("the proxy");
+        assert_eq!(ping(&link.url()).await.as_deref(), Ok("PONG"));
+        for blackhole in [true, false] {
+            let partition = {
+                let link = link.clone();
+                tokio::spawn(async move {
+                    link.partition(Duration::from_millis(800), blackhole).await;
+                })
+            };
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            let during = ping(&link.url()).await;
+            assert!(during.is_err(), "blackhole {blackhole}: {during:?}");
+            partition.await.expect("the partition");
+            assert_eq!(ping(&link.url()).await.as_deref(), Ok("PONG"));
+        }
+        ct.cancel();
+    }
+
     #[test]
     fn a_session_slot_is_the_cluster_keyslot_of_its_hash_tag() {
         // CLUSTER KEYSLOT values from Redis's documentation and tests.

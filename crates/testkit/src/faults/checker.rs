@@ -408,7 +408,8 @@ pub fn disturbed_between(
 ) -> bool {
     faults.iter().any(|f| {
         let reaches = match &f.fault {
-            Fault::Kill { .. } | Fault::Pause { .. } => true,
+            // Any session may have been owned by that instance.
+            Fault::Kill { .. } | Fault::Pause { .. } | Fault::Partition { .. } => true,
             Fault::Cut { client: only, .. } => only.is_none_or(|c| c == client),
             _ => f.touches_keys(session) || f.note.is_some(),
         };
@@ -1546,6 +1547,20 @@ mod tests {
         assert_eq!(found(&empty("end of stream"), &[cut(1)]), vec!["empty-200"]);
         assert_eq!(
             found(&empty("connection reset"), &[cut(2)]),
+            vec!["empty-200"]
+        );
+        // An instance cut off from Redis must refuse what it cannot commit.
+        let partition = fault(
+            Fault::Partition {
+                slot: 1,
+                hold: Duration::from_secs(3),
+                blackhole: true,
+            },
+            5,
+            3_000,
+        );
+        assert_eq!(
+            found(&empty("silent too long"), &[partition]),
             vec!["empty-200"]
         );
     }

@@ -1,5 +1,8 @@
-//! What the nemesis tells the clients: which instances are up, whether a
-//! fault is under way and when the last one healed, and when to stop.
+//! What the nemesis and the clients share: whether a fault is under way and
+//! when the last one healed (how long a client waits before it gives up),
+//! and when to stop. Which instances are up is the nemesis's own record,
+//! for the run's leak check: clients never read it, they find dead
+//! instances as a load balancer does (`client::Health`).
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
@@ -47,7 +50,8 @@ impl Control {
         }
     }
 
-    /// The slots up now, in order.
+    /// The slots up now, in order: the nemesis's record, for the leak
+    /// check. No client reads it (no load balancer has such an oracle).
     pub fn live_slots(&self) -> Vec<usize> {
         (0..self.live.len())
             .filter(|i| self.live[*i].load(Ordering::SeqCst))

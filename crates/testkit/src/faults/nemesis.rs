@@ -16,7 +16,7 @@ use super::audit::{self, Target};
 use super::cluster::{Node, NodeConfig, RedisProc, signal};
 use super::control::Control;
 use super::history::{Ms, Recorder};
-use super::net::Link;
+use super::net::{Link, RedisLink};
 use super::schedule::{Fault, FaultKind, Schedule};
 use crate::redis_cluster::{NodeInfo, RedisCluster};
 
@@ -66,7 +66,7 @@ impl Applied {
     /// instance or of the clients' network reaches none.
     pub fn touches_keys(&self, session: &str) -> bool {
         match self.fault.kind() {
-            FaultKind::Kill | FaultKind::Pause | FaultKind::Cut => false,
+            FaultKind::Kill | FaultKind::Pause | FaultKind::Cut | FaultKind::Partition => false,
             _ => match &self.touched {
                 None => true,
                 Some(ranges) => {
@@ -103,6 +103,9 @@ pub struct Cluster {
     pub links: Vec<Vec<Link>>,
     /// How instances are started.
     pub node_config: NodeConfig,
+    /// On a single Redis: each slot's own proxy to it (the partition
+    /// fault's), through which its instance reaches Redis.
+    pub redis_links: Vec<RedisLink>,
 }
 
 impl Cluster {
@@ -144,9 +147,24 @@ impl Cluster {
             lease,
             window,
         };
+        // On a single Redis each instance reaches it through a proxy of
+        // its own, beside Redis's socket (removed with it).
+        let mut redis_links = Vec::new();
+        if let Target::Single(url) = &target
+            && let Some(socket) = url.strip_prefix("unix://").map(std::path::PathBuf::from)
+            && let Some(dir) = socket.parent()
+        {
+            for slot in 0..instances {
+                redis_links.push(RedisLink::start(
+                    dir.join(format!("instance-{slot}.sock")),
+                    socket.clone(),
+                    ct.clone(),
+                )?);
+            }
+        }
         let mut nodes = Vec::new();
-        for _ in 0..instances {
-            let config = node_config.clone();
+        for slot in 0..instances {
+            let config = config_for(&node_config, &redis_links, slot);
             nodes.push(Some(
                 tokio::task::spawn_blocking(move || Node::start(&config)).await??,
             ));
@@ -165,6 +183,7 @@ impl Cluster {
             nodes,
             links,
             node_config,
+            redis_links,
         })
     }
 
@@ -212,7 +231,7 @@ impl Cluster {
     }
 
     async fn start_node(&mut self, slot: usize) -> anyhow::Result<()> {
-        let config = self.node_config.clone();
+        let config = config_for(&self.node_config, &self.redis_links, slot);
         let node = tokio::task::spawn_blocking(move || Node::start(&config)).await??;
         if let Some(entry) = self.nodes.get_mut(slot) {
             *entry = Some(node);
@@ -260,6 +279,16 @@ impl Cluster {
             })
             .collect()
     }
+}
+
+/// How slot `slot`'s instance is started: through its own proxy to Redis
+/// if it has one.
+fn config_for(config: &NodeConfig, links: &[RedisLink], slot: usize) -> NodeConfig {
+    let mut config = config.clone();
+    if let Some(link) = links.get(slot) {
+        config.redis = Target::Single(link.url());
+    }
+    config
 }
 
 /// How long the cluster may take to settle (every node `cluster_state:ok`)
@@ -346,6 +375,18 @@ async fn apply(
                 }
             }
             tokio::time::sleep(*hold).await;
+            Ok(())
+        }
+        Fault::Partition {
+            slot,
+            hold,
+            blackhole,
+        } => {
+            let link = cluster
+                .redis_links
+                .get(*slot)
+                .ok_or_else(|| anyhow::anyhow!("instance {slot} has no proxy to Redis"))?;
+            link.partition(*hold, *blackhole).await;
             Ok(())
         }
         Fault::RedisPause { hold } => {

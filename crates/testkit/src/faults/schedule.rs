@@ -33,11 +33,16 @@ pub enum FaultKind {
     /// session's slot, a wait for its replica's promotion, then the killed
     /// node started again (empty) as a replica.
     PrimaryKill,
+    /// Single Redis only: one instance cut off from Redis by the proxy
+    /// between them, either blackholed (connections kept, nothing crosses)
+    /// or cut (connections dropped, new ones refused), sometimes past the
+    /// lease; its clients still reach it.
+    Partition,
 }
 
 impl FaultKind {
     /// Every kind.
-    pub const ALL: [FaultKind; 8] = [
+    pub const ALL: [FaultKind; 9] = [
         FaultKind::Kill,
         FaultKind::Pause,
         FaultKind::Cut,
@@ -46,6 +51,7 @@ impl FaultKind {
         FaultKind::RedisRestart,
         FaultKind::Failover,
         FaultKind::PrimaryKill,
+        FaultKind::Partition,
     ];
 
     /// Whether it applies to a single Redis (`cluster` false) or to a Redis
@@ -57,7 +63,7 @@ impl FaultKind {
     /// `primary-kill` are skipped on a single Redis.
     pub fn applies_to(self, cluster: bool) -> bool {
         match self {
-            FaultKind::RedisRestart => !cluster,
+            FaultKind::RedisRestart | FaultKind::Partition => !cluster,
             FaultKind::Failover | FaultKind::PrimaryKill => cluster,
             _ => true,
         }
@@ -74,6 +80,7 @@ impl FaultKind {
             FaultKind::RedisRestart => "redis-restart",
             FaultKind::Failover => "failover",
             FaultKind::PrimaryKill => "primary-kill",
+            FaultKind::Partition => "partition",
         }
     }
 
@@ -131,6 +138,13 @@ pub enum Fault {
     /// Cluster: kill the primary of the slot `pick` chooses, wait for its
     /// replica's promotion, start it again after `down`.
     PrimaryKill { pick: u64, down: Duration },
+    /// Cut instance `slot` off from Redis for `hold`: blackholed
+    /// (connections kept, nothing crosses) or cut.
+    Partition {
+        slot: usize,
+        hold: Duration,
+        blackhole: bool,
+    },
 }
 
 impl Fault {
@@ -147,6 +161,7 @@ impl Fault {
             Fault::ClusterStop { .. } => FaultKind::RedisStop,
             Fault::Failover { .. } => FaultKind::Failover,
             Fault::PrimaryKill { .. } => FaultKind::PrimaryKill,
+            Fault::Partition { .. } => FaultKind::Partition,
         }
     }
 }
@@ -178,6 +193,15 @@ impl fmt::Display for Fault {
             Fault::PrimaryKill { pick, down } => write!(
                 f,
                 "kill -9 the primary of pick {pick:#x}'s slot, promotion, restart after {down:?}"
+            ),
+            Fault::Partition {
+                slot,
+                hold,
+                blackhole,
+            } => write!(
+                f,
+                "{} instance {slot}'s link to Redis for {hold:?}",
+                if *blackhole { "blackhole" } else { "cut" }
             ),
         }
     }
@@ -306,6 +330,17 @@ impl Schedule {
                     pick: rng.next_u64(),
                     down: ms(&mut rng, 0, 1500),
                 },
+                // Half within the lease, half past it: the owner must stop
+                // on its own (no renewal) while another takes over.
+                FaultKind::Partition => Fault::Partition {
+                    slot,
+                    hold: if rng.chance(50) {
+                        ms(&mut rng, 200, lease.max(300))
+                    } else {
+                        ms(&mut rng, lease + 200, (lease * 3).max(3000))
+                    },
+                    blackhole: rng.chance(50),
+                },
             };
             faults.push(Planned { after, fault });
         }
@@ -378,7 +413,8 @@ mod tests {
     #[test]
     fn every_kind_switched_on_is_dealt_its_share() {
         let mut cfg = config(&FaultKind::ALL);
-        cfg.faults = 12;
+        // Seven kinds apply to a single Redis.
+        cfg.faults = 14;
         let single = Schedule::generate(9, &cfg);
         for kind in FaultKind::ALL.into_iter().filter(|k| k.applies_to(false)) {
             let n = single
@@ -386,7 +422,7 @@ mod tests {
                 .iter()
                 .filter(|p| p.fault.kind() == kind)
                 .count();
-            assert!(n >= 2, "{kind}: {n} of 12");
+            assert!(n >= 2, "{kind}: {n} of 14");
         }
     }
 
@@ -398,7 +434,7 @@ mod tests {
                 .into_iter()
                 .collect())
         );
-        assert_eq!(FaultKind::parse_list("all").map(|k| k.len()), Ok(8));
+        assert_eq!(FaultKind::parse_list("all").map(|k| k.len()), Ok(9));
         assert!(FaultKind::parse_list("nope").is_err());
     }
 }
