@@ -6,7 +6,8 @@
 //! and the URL is printed on stdout), and `--redis URL` to run as one of
 //! several instances sharing their sessions' streams on Redis (fork; see
 //! docs/redis.md; `--redis-cluster URL,URL,…`
-//! for a Redis Cluster), with `--lease-ms N` for the ownership lease.
+//! for a Redis Cluster), with `--lease-ms N` for the ownership lease and
+//! `--outage-limit-ms N` for how long an owner rides out an unreachable Redis.
 //!
 //! An application on upstream rmcp 3.11.0 looks exactly like this; with the
 //! dependency renamed (`rmcp = { package = "rmcp-resume", … }`) it gets the
@@ -156,6 +157,9 @@ async fn main() -> anyhow::Result<()> {
         let mut shared = RedisLogConfig::matching(&session);
         if let Some(lease) = option("--lease-ms") {
             shared.lease = Duration::from_millis(lease.parse()?);
+        }
+        if let Some(limit) = option("--outage-limit-ms") {
+            shared.outage_limit = Duration::from_millis(limit.parse()?);
         }
         let log = match option("--redis-cluster") {
             Some(nodes) => RedisLog::connect_cluster(nodes.split(','), shared).await?,

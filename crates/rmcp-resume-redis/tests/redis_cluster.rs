@@ -281,7 +281,7 @@ async fn cluster_the_lease_is_renewed_held_and_taken_over_ending_open_calls() {
     for session_id in ["charlie", "foxtrot", "india"] {
         let lease_a = owned(&a, session_id, "a").await;
         // Epochs come from Redis's clock, so none is handed out twice.
-        assert!(lease_a.epoch > 1_700_000_000_000, "{lease_a:?}");
+        assert!(lease_a.epoch > 1_700_000_000_000_000, "{lease_a:?}");
         let session_a = a.session(session_id);
         let renewed = session_a.acquire("a", false).await.expect("renew");
         assert_eq!(renewed, LeaseOutcome::Renewed(lease_a));

@@ -93,11 +93,14 @@ async fn a_renewal_after_a_takeover_is_refused() {
     let session = log.session("s");
     expire_lease(&server, "t:{s}:lease").await;
     let taken = session.acquire("b", false).await.expect("take");
-    assert!(matches!(taken, LeaseOutcome::Acquired { .. }), "{taken:?}");
+    let LeaseOutcome::Acquired { lease: b, .. } = taken else {
+        panic!("{taken:?}");
+    };
+    assert!(b.epoch > lease.epoch, "{b:?}");
     expire_lease(&server, "t:{s}:lease").await;
     let renewed = session.renew("a", lease, 0).await.expect("renew");
     assert!(
-        matches!(renewed, LeaseOutcome::HeldBy { epoch, .. } if epoch == lease.epoch + 1),
+        matches!(renewed, LeaseOutcome::HeldBy { epoch, .. } if epoch == b.epoch),
         "{renewed:?}"
     );
 }

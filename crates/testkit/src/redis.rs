@@ -43,6 +43,30 @@ impl RedisServer {
             unique()
         ));
         std::fs::create_dir_all(&dir).expect("temp dir");
+        let child = Self::spawn_in(&dir, port);
+        Self { child, dir, port }
+    }
+
+    /// Restarts it in place, on the same socket and port: it comes back
+    /// empty, as a Redis without persistence does after a crash.
+    pub fn restart(&mut self) {
+        self.kill();
+        let _ = std::fs::remove_file(self.dir.join("redis.sock"));
+        self.child = Self::spawn_in(&self.dir, self.port);
+    }
+
+    /// Sends `signal` (`STOP`, `CONT`) to it: a paused Redis accepts
+    /// connections and answers nothing.
+    pub fn signal(&self, signal: &str) {
+        let status = Command::new("kill")
+            .arg(format!("-{signal}"))
+            .arg(self.child.id().to_string())
+            .status()
+            .expect("kill");
+        assert!(status.success(), "kill -{signal}");
+    }
+
+    fn spawn_in(dir: &std::path::Path, port: Option<u16>) -> Child {
         let socket = dir.join("redis.sock");
         let tcp = port.map_or_else(|| "0".to_owned(), |p| p.to_string());
         let mut child = Command::new(redis_binary())
@@ -50,7 +74,7 @@ impl RedisServer {
             .arg(&socket)
             .args(["--save", "", "--appendonly", "no", "--daemonize", "no"])
             .args(["--maxmemory-policy", "noeviction", "--dir"])
-            .arg(&dir)
+            .arg(dir)
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
@@ -68,7 +92,7 @@ impl RedisServer {
         ready_rx
             .recv_timeout(Duration::from_secs(10))
             .expect("redis-server did not get ready within 10 s");
-        Self { child, dir, port }
+        child
     }
 
     /// Its URL: the TCP port if it has one, else its socket.
@@ -179,6 +203,11 @@ impl Instance {
                 Err(_) => return None,
             }
         }
+    }
+
+    /// Every line it logged since the last look, without waiting.
+    pub fn drain_logs(&self) -> Vec<String> {
+        self.logs.try_iter().collect()
     }
 
     /// Sends the process `signal` (`KILL`, `STOP`, `CONT`).

@@ -13,9 +13,11 @@
 --            refresh it: with no call open it changes nothing)
 --
 -- Epochs never go back, also after Redis lost its data: a new epoch is the
--- larger of the session's current epoch + 1 and Redis's clock in ms, so an
--- epoch handed out before a loss is never handed out again (a restart
--- without persistence, a failover to a lagging replica).
+-- larger of the session's current epoch + 1 and Redis's clock in
+-- microseconds, so an epoch handed out before a loss is never handed out
+-- again (a restart without persistence, a failover to a lagging replica),
+-- as long as Redis's clock does not run back across the loss. Microseconds
+-- since 1970 stay below 2^53, which Lua's numbers hold exactly, until 2255.
 --
 -- 'renew' by the holder of `held epoch`:
 --   lease held by this owner          renewed; `confirm` ends a seeding
@@ -167,8 +169,7 @@ if mode == 'fence' and redis.call('EXISTS', base .. 'open') == 0 then
   return {3, 0, 0}
 end
 local clock = redis.call('TIME')
-local epoch = math.max(current + 1,
-  tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000))
+local epoch = math.max(current + 1, tonumber(clock[1]) * 1000000 + tonumber(clock[2]))
 if mode == 'fence' then
   redis.call('SET', KEYS[1], string.format('%d', epoch), 'KEEPTTL')
 else

@@ -1,0 +1,276 @@
+//! Issue 44: histories that cannot diverge silently when Redis loses data.
+//! Each test drives the crate's own scripts through `SessionLog` against a
+//! real `redis-server` (a `FLUSHALL` stands for a restart without
+//! persistence), and each failed on the scripts before the fix.
+
+use rmcp_resume_core::resumption::{ResumeAnswer, RmcpEventId, StreamId, plan};
+use rmcp_resume_redis::{LeaseOutcome, RedisLogError, Renewal};
+use rmcp_resume_testkit::redis::RedisServer;
+
+mod common;
+use common::{commit_at, config, connect, expire_lease, owned, raw};
+
+/// Redis restarted without persistence: every key is gone.
+async fn lose_everything(server: &RedisServer) {
+    let mut conn = raw(server).await;
+    let _: () = redis::cmd("FLUSHALL")
+        .query_async(&mut conn)
+        .await
+        .expect("FLUSHALL");
+}
+
+fn renewal(epoch: u64, standalone_head: u64, live: bool) -> Renewal {
+    Renewal {
+        epoch,
+        lowest_stream: 0,
+        standalone_head,
+        live,
+        confirm: false,
+    }
+}
+
+/// The review's D1, step by step: A owns the session and is paused past
+/// its lease; B takes over and commits standalone event 2, which a client
+/// receives; Redis restarts empty; A wakes and renews; B renews. A must
+/// not own the session again, and the client holding B's event 2 must never
+/// be continued with A's history.
+#[tokio::test]
+async fn a_stale_owner_is_never_re_elected_after_redis_loses_its_data() {
+    let server = RedisServer::start();
+    let log = connect(&server, config()).await;
+    let session = log.session("s");
+    let lease_a = owned(&log, "s", "a").await;
+    commit_at(
+        &session,
+        lease_a,
+        StreamId::Standalone,
+        1,
+        "{\"by\":\"a\",\"n\":1}",
+    )
+    .await
+    .expect("A's event 1");
+    // A is paused past its lease; B takes over.
+    expire_lease(&server, "t:{s}:lease").await;
+    let lease_b = match session.acquire("b", false).await.expect("take") {
+        LeaseOutcome::Acquired { lease, .. } => lease,
+        other => panic!("B did not take over: {other:?}"),
+    };
+    commit_at(
+        &session,
+        lease_b,
+        StreamId::Standalone,
+        2,
+        "{\"by\":\"b\",\"n\":2}",
+    )
+    .await
+    .expect("B's event 2, which a client receives");
+    lose_everything(&server).await;
+
+    // A wakes: by its own clock its lease ran out, so it renews as not live.
+    let a_wakes = session
+        .renew_with("a", renewal(lease_a.epoch, 2, false))
+        .await
+        .expect("A renews");
+    assert!(
+        a_wakes.lease().is_none(),
+        "the stale owner owns again: {a_wakes:?}"
+    );
+    // Even were A's renewal in flight from before its lease ran out (sent
+    // as live), B's higher epoch wins when B renews.
+    let a_raced = session
+        .renew_with("a", renewal(lease_a.epoch, 2, true))
+        .await
+        .expect("A's in-flight renewal");
+    assert!(matches!(a_raced, LeaseOutcome::Seeded(_)), "{a_raced:?}");
+    let b_renews = session
+        .renew_with("b", renewal(lease_b.epoch, 3, true))
+        .await
+        .expect("B renews");
+    assert_eq!(b_renews, LeaseOutcome::Seeded(lease_b), "B must win");
+    let confirmed = session
+        .renew_with(
+            "b",
+            Renewal {
+                confirm: true,
+                ..renewal(lease_b.epoch, 3, true)
+            },
+        )
+        .await
+        .expect("B confirms");
+    assert_eq!(confirmed, LeaseOutcome::Renewed(lease_b));
+    // A's write is refused, not skipped and not kept.
+    let a_writes = commit_at(
+        &session,
+        lease_a,
+        StreamId::Standalone,
+        2,
+        "{\"by\":\"a\",\"n\":2}",
+    )
+    .await;
+    assert!(
+        matches!(a_writes, Err(RedisLogError::Fenced { .. })),
+        "{a_writes:?}"
+    );
+    // A client holding B's event 2 continues with B's history; one holding
+    // event 1 is told that what came after it is gone.
+    let lookup = session
+        .read(StreamId::Standalone, 0, 8)
+        .await
+        .expect("read")
+        .lookup;
+    let after_b = plan(lookup.clone(), RmcpEventId::standalone(2));
+    assert!(
+        matches!(after_b, ResumeAnswer::Replay { from: 3, .. }),
+        "{after_b:?}"
+    );
+    let after_a = plan(lookup, RmcpEventId::standalone(1));
+    assert!(
+        matches!(after_a, ResumeAnswer::Fallback { floor: 3, .. }),
+        "a cursor before the loss is continued as if nothing was lost: {after_a:?}"
+    );
+    commit_at(
+        &session,
+        lease_b,
+        StreamId::Standalone,
+        3,
+        "{\"by\":\"b\",\"n\":3}",
+    )
+    .await
+    .expect("B goes on");
+}
+
+/// A seeding the owner never confirmed (its answer came back after the
+/// owner's lease ran out, or the owner died) is continued by nobody: the
+/// next instance finds the session unknown, rather than taking over a
+/// history nobody vouches for.
+#[tokio::test]
+async fn an_unconfirmed_seeding_is_continued_by_nobody() {
+    let server = RedisServer::start();
+    let log = connect(&server, config()).await;
+    let session = log.session("s");
+    let lease_a = owned(&log, "s", "a").await;
+    lose_everything(&server).await;
+    let seeded = session
+        .renew_with("a", renewal(lease_a.epoch, 5, true))
+        .await
+        .expect("seed");
+    assert_eq!(seeded, LeaseOutcome::Seeded(lease_a));
+    expire_lease(&server, "t:{s}:lease").await;
+    let taken = session.acquire("c", false).await.expect("take");
+    assert_eq!(taken, LeaseOutcome::Unknown, "{taken:?}");
+    // Nor does the late owner get it back without a live lease.
+    let late = session
+        .renew_with(
+            "a",
+            Renewal {
+                confirm: true,
+                ..renewal(lease_a.epoch, 5, false)
+            },
+        )
+        .await
+        .expect("late confirmation");
+    assert!(late.lease().is_none(), "{late:?}");
+}
+
+/// Epochs come from Redis's clock: after Redis lost everything, a new
+/// owner's epoch is still above every epoch handed out before.
+#[tokio::test]
+async fn epochs_never_go_back_after_redis_loses_its_data() {
+    let server = RedisServer::start();
+    let log = connect(&server, config()).await;
+    let first = owned(&log, "s", "a").await;
+    lose_everything(&server).await;
+    let second = owned(&log, "s", "b").await;
+    assert!(second.epoch > first.epoch, "{first:?} then {second:?}");
+    // And a lagging replica's older epoch is passed too.
+    let mut conn = raw(&server).await;
+    let _: () = redis::cmd("SET")
+        .arg("t:{s}:epoch")
+        .arg(first.epoch)
+        .query_async(&mut conn)
+        .await
+        .expect("SET");
+    expire_lease(&server, "t:{s}:lease").await;
+    let third = match log.session("s").acquire("c", false).await.expect("take") {
+        LeaseOutcome::Acquired { lease, .. } => lease,
+        other => panic!("{other:?}"),
+    };
+    assert!(third.epoch > second.epoch, "{second:?} then {third:?}");
+}
+
+/// The review's D4: an index of a stream that another epoch wrote was taken
+/// as an earlier try of the batch, so the batch "committed" an event Redis
+/// does not hold. Now the batch is refused, and nothing of it is written.
+#[tokio::test]
+async fn an_index_another_epoch_wrote_is_refused_not_skipped() {
+    let server = RedisServer::start();
+    let log = connect(&server, config()).await;
+    let session = log.session("s");
+    let lease_a = owned(&log, "s", "a").await;
+    commit_at(&session, lease_a, StreamId::Standalone, 1, "{\"by\":\"a\"}")
+        .await
+        .expect("A's event 1");
+    commit_at(&session, lease_a, StreamId::Standalone, 2, "{\"by\":\"a\"}")
+        .await
+        .expect("A's event 2");
+    expire_lease(&server, "t:{s}:lease").await;
+    let lease_b = match session.acquire("b", false).await.expect("take") {
+        LeaseOutcome::Acquired { lease, .. } => lease,
+        other => panic!("{other:?}"),
+    };
+    // B believes index 2 is its own (its history diverged from Redis's).
+    let refused = commit_at(&session, lease_b, StreamId::Standalone, 2, "{\"by\":\"b\"}").await;
+    assert!(
+        matches!(
+            refused,
+            Err(RedisLogError::Diverged {
+                stream: StreamId::Standalone,
+                index: 2
+            })
+        ),
+        "{refused:?}"
+    );
+    let events = session
+        .read(StreamId::Standalone, 0, 8)
+        .await
+        .expect("read")
+        .events;
+    assert!(
+        events
+            .iter()
+            .all(|e| e.data.as_deref() == Some("{\"by\":\"a\"}")),
+        "{events:?}"
+    );
+    // A retry of B's own batch is still a retry.
+    commit_at(&session, lease_b, StreamId::Standalone, 3, "{\"by\":\"b\"}")
+        .await
+        .expect("B's event 3");
+    let retried = commit_at(&session, lease_b, StreamId::Standalone, 3, "{\"by\":\"b\"}")
+        .await
+        .expect("B's retry");
+    assert_eq!(retried.last, None, "the retry wrote again: {retried:?}");
+}
+
+/// The review's D4: after a lossy failover the stream counter may lag the
+/// numbers an owner already used; a reservation never goes below them.
+#[tokio::test]
+async fn a_reservation_never_hands_out_an_owners_number_again() {
+    let server = RedisServer::start();
+    let log = connect(&server, config()).await;
+    let session = log.session("s");
+    let lease = owned(&log, "s", "a").await;
+    let first = session.reserve_streams(lease, 64).await.expect("reserve");
+    // The counter goes back, as on a replica that missed the reservation.
+    let mut conn = raw(&server).await;
+    let _: () = redis::cmd("SET")
+        .arg("t:{s}:next")
+        .arg(first)
+        .query_async(&mut conn)
+        .await
+        .expect("SET");
+    let again = session
+        .reserve_streams_from(lease, 64, first + 64)
+        .await
+        .expect("reserve again");
+    assert!(again >= first + 64, "{first} then {again}");
+}

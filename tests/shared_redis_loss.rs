@@ -1,0 +1,218 @@
+//! Issue 44 over HTTP: the `server` example as separate processes on one
+//! redis-server the test starts, restarts empty and pauses. What a client
+//! sees when Redis loses its data or stops answering: never a continuation
+//! of another writer's history, never an empty `200`.
+
+use std::time::{Duration, Instant};
+
+use rmcp::transport::resumption::{EventCursor, REPLAY_FLOOR_HEADER, REPLAY_NOTICE_EVENT};
+use rmcp_resume_testkit::raw::{Frame, RawSession, SseReader};
+use rmcp_resume_testkit::redis::{Instance, RedisServer, server_example};
+use serde_json::json;
+
+/// Short, so that the tests wait for leases briefly.
+const LEASE: Duration = Duration::from_millis(1000);
+
+fn instance(redis: &RedisServer, outage_ms: &str) -> Instance {
+    Instance::start_with(
+        &server_example(),
+        redis,
+        LEASE,
+        &["--window", "16", "--outage-limit-ms", outage_ms],
+    )
+}
+
+/// The standalone index of a frame's id, if it is a standalone event.
+fn standalone_index(frame: &Frame) -> Option<u64> {
+    let id = EventCursor::parse(frame.id.as_deref()?).ok()?;
+    let id = id.as_rmcp()?;
+    id.stream.is_none().then_some(id.index)
+}
+
+/// Reads `reader` until `count` standalone events with data arrived;
+/// returns their indices.
+async fn standalone_events(reader: &mut SseReader, count: usize) -> Vec<u64> {
+    let mut seen = Vec::new();
+    while seen.len() < count {
+        let frame = reader
+            .next()
+            .await
+            .expect("in time")
+            .expect("a standalone event");
+        if let (Some(index), Some(_)) = (standalone_index(&frame), frame.json()) {
+            seen.push(index);
+        }
+    }
+    seen
+}
+
+/// Announces `n` standalone notifications through a call on `session`.
+async fn announce(session: &mut RawSession, n: u64) {
+    let (_, call) = session
+        .call("announce", json!({ "n": n }), false)
+        .await
+        .expect("announce");
+    assert_eq!(call.status(), 200);
+    SseReader::new(call).collect().await.expect("the call");
+}
+
+/// The review's D1 over HTTP: A owns the session and is paused past its
+/// lease; B takes it over and sends standalone events a client reads;
+/// Redis restarts empty; A wakes. A must never own the session again, and
+/// the client holding B's last event continues with B's history, while a
+/// cursor from before the loss is told of the floor.
+#[tokio::test]
+async fn after_redis_restarts_empty_a_stale_owner_never_continues_anothers_history() {
+    let mut redis = RedisServer::start();
+    let mut a = instance(&redis, "30000");
+    let b = instance(&redis, "30000");
+    let on_a = RawSession::open(&a.url).await.expect("session on A");
+    let mut on_b = on_a.at(&b.url);
+    a.signal("STOP");
+    std::thread::sleep(LEASE + LEASE / 2);
+
+    // B takes the session over with a POST, and a client reads its events.
+    let get = on_b.get(None).await.expect("GET on B");
+    assert_eq!(get.status(), 200);
+    let mut standalone = SseReader::new(get);
+    let primed = standalone
+        .next()
+        .await
+        .expect("in time")
+        .and_then(|f| standalone_index(&f))
+        .expect("a priming id");
+    announce(&mut on_b, 2).await;
+    let by_b = standalone_events(&mut standalone, 2).await;
+    assert_eq!(by_b, [primed + 1, primed + 2]);
+    drop(standalone);
+
+    redis.restart();
+    a.signal("CONT");
+    // A wakes past its lease: it gives the session up instead of seeding
+    // it again with its own, older history.
+    assert!(
+        a.logged("no longer writes the session", Duration::from_secs(10))
+            .is_some(),
+        "A kept the session"
+    );
+    // B, live, seeds it again from its own history; any instance resumes
+    // B's last event with B's next one.
+    let last = by_b[1];
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let resumed = loop {
+        let resumed = on_a.resume(&last.to_string()).await.expect("resume on A");
+        if resumed.status() == 200 || Instant::now() > deadline {
+            break resumed;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(resumed.status(), 200);
+    let mut reader = SseReader::new(resumed);
+    let notice = reader.next().await.expect("in time").expect("notice");
+    assert_eq!(notice.event.as_deref(), Some(REPLAY_NOTICE_EVENT));
+    let notice = notice.json().expect("notice json");
+    assert_eq!(notice["complete"], true, "{notice}");
+    announce(&mut on_b, 1).await;
+    let next = standalone_events(&mut reader, 1).await;
+    assert_eq!(next, [last + 1], "B's history goes on where the client is");
+
+    // A cursor from before the loss: from Redis (on A) it is told what it
+    // missed; the owner B still holds its own events and replays them whole.
+    let old = on_a
+        .resume(&primed.to_string())
+        .await
+        .expect("resume from before the loss on A");
+    assert_eq!(old.status(), 200);
+    assert!(old.headers().contains_key(REPLAY_FLOOR_HEADER));
+    let mut reader = SseReader::new(old);
+    let notice = reader.next().await.expect("in time").expect("notice");
+    let notice = notice.json().expect("notice json");
+    assert_eq!(notice["complete"], false, "{notice}");
+    let old = on_a
+        .at(&b.url)
+        .resume(&primed.to_string())
+        .await
+        .expect("resume from before the loss on B");
+    assert_eq!(old.status(), 200);
+    let mut reader = SseReader::new(old);
+    let notice = reader.next().await.expect("in time").expect("notice");
+    let notice = notice.json().expect("notice json");
+    assert_eq!(notice["complete"], true, "{notice}");
+    let replayed = standalone_events(&mut reader, 3).await;
+    assert_eq!(replayed, [primed + 1, primed + 2, primed + 3]);
+}
+
+/// A quick `tools/call` with id `id`.
+fn call(id: u64) -> serde_json::Value {
+    json!({
+        "jsonrpc": "2.0",
+        "id": id,
+        "method": "tools/call",
+        "params": { "name": "count_to", "arguments": { "n": 1, "interval_ms": 1 } }
+    })
+}
+
+/// The review's D2: with Redis stopped, a call `POST`ed to the owner got
+/// `200` and a stream with no event once the outage limit passed (the tool
+/// had run). Now: a `503` with `Retry-After`, within the outage limit.
+#[tokio::test]
+async fn a_post_on_the_owner_with_redis_stopped_is_a_503_never_an_empty_200() {
+    let redis = RedisServer::start();
+    let a = instance(&redis, "3000");
+    let on_a = RawSession::open(&a.url).await.expect("session on A");
+    redis.signal("STOP");
+    let started = Instant::now();
+    let response = on_a.post(call(7)).await.expect("an answer");
+    let took = started.elapsed();
+    redis.signal("CONT");
+    assert_eq!(response.status(), 503, "after {took:?}");
+    assert!(
+        response
+            .headers()
+            .contains_key(reqwest::header::RETRY_AFTER),
+        "{:?}",
+        response.headers()
+    );
+    assert!(took < Duration::from_secs(8), "{took:?}");
+}
+
+/// The review's D3: an owner cut off from Redis kept admitting calls after
+/// its lease ran out. Now, once its lease is over by its own clock, a call
+/// is refused at once (`503`, `Retry-After`) and never run.
+#[tokio::test]
+async fn an_owner_past_its_lease_admits_no_call() {
+    let redis = RedisServer::start();
+    let a = instance(&redis, "30000");
+    let on_a = RawSession::open(&a.url).await.expect("session on A");
+    redis.signal("STOP");
+    std::thread::sleep(LEASE + LEASE / 2);
+    let started = Instant::now();
+    let response = on_a.post(call(7)).await.expect("an answer");
+    let took = started.elapsed();
+    redis.signal("CONT");
+    assert_eq!(response.status(), 503);
+    assert!(
+        response
+            .headers()
+            .contains_key(reqwest::header::RETRY_AFTER)
+    );
+    let body = response.text().await.expect("body");
+    assert!(body.contains("lease"), "{body}");
+    assert!(
+        took < Duration::from_secs(1),
+        "not refused at once: {took:?}"
+    );
+}
+
+/// An idle owner whose Redis stays away past the outage limit gives the
+/// session up (it used to keep it for ever), and says so.
+#[tokio::test]
+async fn an_idle_owner_gives_the_session_up_after_the_outage_limit() {
+    let redis = RedisServer::start();
+    let a = instance(&redis, "2000");
+    let _on_a = RawSession::open(&a.url).await.expect("session on A");
+    redis.signal("STOP");
+    let gave_up = a.logged("no longer writes the session", Duration::from_secs(10));
+    redis.signal("CONT");
+    assert!(gave_up.is_some(), "the idle owner kept the session");
+}
