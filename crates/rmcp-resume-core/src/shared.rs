@@ -145,7 +145,7 @@ pub enum SharedLogError {
 
 /// What an owner's lease renewal tells the backend. See
 /// [`SharedLog::renew`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Renewal {
     /// The epoch the owner holds.
     pub epoch: u64,
@@ -164,6 +164,11 @@ pub struct Renewal {
     /// ([`Ownership::Seeded`]), once the owner has checked that its lease
     /// was still live when the answer came back.
     pub confirm: bool,
+    /// Every request stream the owner has open, when it says so: the
+    /// backend ends any other call it holds open with the terminal error.
+    /// Such a call's answer was lost (a failover to a lagging replica) and
+    /// nobody would ever write it again, so its readers would wait for ever.
+    pub open_calls: Option<Vec<u64>>,
 }
 
 /// A replay log shared by several instances. See the [module docs](self).

@@ -214,6 +214,7 @@ impl SessionLog {
             standalone_head: 0,
             live: true,
             confirm: false,
+            open_calls: None,
         };
         self.renew_with(owner, renewal).await
     }
@@ -249,6 +250,7 @@ impl SessionLog {
             standalone_head: 0,
             live: true,
             confirm: false,
+            open_calls: None,
         };
         let (name, renewal) = match mode {
             Mode::Create => ("create", idle),
@@ -274,11 +276,21 @@ impl SessionLog {
             .arg(renewal.standalone_head)
             .arg(u8::from(renewal.live))
             .arg(u8::from(renewal.confirm))
+            .arg(u8::from(renewal.open_calls.is_some()))
+            .arg(open_list(renewal.open_calls.as_deref()))
             .invoke_async(&mut self.log.conn())
             .await?;
         let (code, epoch, extra) = triple(&reply)?;
         let epoch = unsigned(epoch)?;
         match code {
+            1 if extra > 0 => {
+                tracing::info!(
+                    epoch,
+                    ended = extra,
+                    "ended calls whose answers redis had lost"
+                );
+                Ok(LeaseOutcome::Renewed(Lease { epoch }))
+            }
             1 => Ok(LeaseOutcome::Renewed(Lease { epoch })),
             2 => Ok(LeaseOutcome::Acquired {
                 lease: Lease { epoch },
@@ -572,7 +584,7 @@ impl SessionLog {
 pub const DELETE_SLICE: u64 = 512;
 
 /// How [`SessionLog::lease`] asks for the lease.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 enum Mode {
     Create,
     Take,
@@ -599,6 +611,18 @@ fn now_millis() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+/// Request stream numbers as the lease script reads them.
+fn open_list(open: Option<&[u64]>) -> String {
+    let mut out = String::new();
+    for m in open.unwrap_or_default() {
+        if !out.is_empty() {
+            out.push(',');
+        }
+        out.push_str(&m.to_string());
+    }
+    out
 }
 
 fn pair(reply: &[i64]) -> Result<(i64, i64), RedisLogError> {

@@ -134,6 +134,7 @@ impl SharedLog for RedisShared {
         renewal: Renewal,
     ) -> BoxFuture<'a, Result<Ownership, SharedLogError>> {
         Box::pin(async move {
+            let epoch = renewal.epoch;
             let outcome = self
                 .log
                 .session(session)
@@ -141,7 +142,7 @@ impl SharedLog for RedisShared {
                 .await?;
             match outcome {
                 LeaseOutcome::Seeded(_) => {
-                    tracing::warn!(session_id = %session, epoch = renewal.epoch, "redis had lost the session; seeded it again (each stream's floor starts after the loss)");
+                    tracing::warn!(session_id = %session, epoch, "redis had lost the session; seeded it again (each stream's floor starts after the loss)");
                 }
                 LeaseOutcome::Deleted => return Err(SharedLogError::Gone),
                 _ => {}

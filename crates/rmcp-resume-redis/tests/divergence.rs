@@ -3,6 +3,7 @@
 //! real `redis-server` (a `FLUSHALL` stands for a restart without
 //! persistence), and each failed on the scripts before the fix.
 
+use futures::StreamExt;
 use rmcp_resume_core::resumption::{ResumeAnswer, RmcpEventId, StreamId, plan};
 use rmcp_resume_redis::{LeaseOutcome, RedisLogError, Renewal};
 use rmcp_resume_testkit::redis::RedisServer;
@@ -26,6 +27,7 @@ fn renewal(epoch: u64, standalone_head: u64, live: bool) -> Renewal {
         standalone_head,
         live,
         confirm: false,
+        open_calls: None,
     }
 }
 
@@ -273,4 +275,66 @@ async fn a_reservation_never_hands_out_an_owners_number_again() {
         .await
         .expect("reserve again");
     assert!(again >= first + 64, "{first} then {again}");
+}
+
+/// The review's D5: a failover to a lagging replica lost a call's answer
+/// and its end. Redis still holds the call open, the owner (which answered
+/// it) never writes it again, and its lease keeps the stream alive: a
+/// resume on another instance tailed it for ever. The owner's next renewal
+/// names its open calls, and Redis ends the others with the terminal error.
+#[tokio::test]
+async fn a_call_whose_answer_redis_lost_ends_at_the_owners_next_renewal() {
+    let server = RedisServer::start();
+    let log = connect(&server, config()).await;
+    let session = log.session("s");
+    let lease = owned(&log, "s", "a").await;
+    let lost = session.open_request(lease, "7").await.expect("open");
+    let kept = session.open_request(lease, "8").await.expect("open");
+    commit_at(
+        &session,
+        lease,
+        StreamId::Request(lost),
+        0,
+        "{\"progress\":1}",
+    )
+    .await
+    .expect("progress");
+    // A reader on another instance tails the call whose answer is lost.
+    let mut tail = Box::pin(log.session("s").tail(
+        StreamId::Request(lost),
+        0,
+        Some("b".to_owned()),
+    ));
+    let first = tail.next().await.expect("an event").expect("progress");
+    assert_eq!(first.index, 0);
+    let renewed = session
+        .renew_with(
+            "a",
+            Renewal {
+                open_calls: Some(vec![kept]),
+                ..renewal(lease.epoch, 0, true)
+            },
+        )
+        .await
+        .expect("renew");
+    assert_eq!(renewed, LeaseOutcome::Renewed(lease));
+    let end = tokio::time::timeout(std::time::Duration::from_secs(5), tail.next())
+        .await
+        .expect("the tail ends")
+        .expect("the terminal error")
+        .expect("an event");
+    let data = end.data.expect("data");
+    assert!(
+        data.contains("\"id\":7") && data.contains("-32603"),
+        "{data}"
+    );
+    // The call the owner still runs is left alone.
+    let still = session
+        .read(StreamId::Request(kept), 0, 8)
+        .await
+        .expect("read");
+    assert!(
+        matches!(still.lookup, rmcp_resume_core::resumption::StreamLookup::Found(v) if !v.finished),
+        "{still:?}"
+    );
 }

@@ -149,18 +149,22 @@ impl Holder {
 
     /// Keeps the lease: `Ok` while this instance writes the session. See the
     /// [module docs](self) for the table. A backend error is returned as it
-    /// is.
-    pub(super) async fn keep(&self) -> Result<(), SharedLogError> {
+    /// is. `reconcile` names this owner's open calls to the backend, which
+    /// ends any other it holds open; only the mirror task may ask it, as
+    /// only there is the set of open calls the committed one.
+    pub(super) async fn keep(&self, reconcile: bool) -> Result<(), SharedLogError> {
         let sent = Instant::now();
         let live = sent < self.live_until();
+        let open_calls = reconcile.then(|| self.open_calls(|open| open.keys().copied().collect()));
         let renewal = Renewal {
             epoch: self.epoch,
             lowest_stream: self.end.load(Ordering::Acquire),
             standalone_head: self.standalone.load(Ordering::Acquire),
             live,
             confirm: false,
+            open_calls,
         };
-        match self.shared.renew(&self.session, renewal).await? {
+        match self.shared.renew(&self.session, renewal.clone()).await? {
             Ownership::Owned { epoch } if epoch == self.epoch => self.renewed(sent),
             Ownership::Seeded { epoch } if epoch == self.epoch => {
                 // The seeding is this owner's history only if nobody could
@@ -170,6 +174,7 @@ impl Holder {
                 }
                 let confirm = Renewal {
                     confirm: true,
+                    open_calls: None,
                     ..renewal
                 };
                 match self.shared.renew(&self.session, confirm).await? {
@@ -212,6 +217,6 @@ impl Holder {
         if self.is_live() {
             return Ok(());
         }
-        self.keep().await
+        self.keep(false).await
     }
 }

@@ -20,6 +20,7 @@
 //! | a batch, and the lease not live by this owner's clock | renews first; commits only if the lease is still this owner's ([`holder`](super::holder)) |
 //! | renewal: owned at this epoch | carries on (a lapsed lease is taken again only if nobody took it and this owner still holds it) |
 //! | renewal: seeded again | confirms it if the lease was live when the answer came, and registers the open calls again; else stops |
+//! | renewal: Redis holds a call open that this owner answered (its answer lost in a failover) | the backend ends it with the terminal error: its readers stop waiting |
 //! | renewal: unreachable | carries on, until renewals have failed for the outage limit (an idle owner gives up too) |
 //! | renewal: anything else | stops |
 //!
@@ -155,7 +156,7 @@ impl Mirror {
                 // The backend lost the session: seed it again above every
                 // number this owner used, then reserve.
                 Err(SharedLogError::Lost) => {
-                    self.holder.keep().await?;
+                    self.holder.keep(false).await?;
                     self.holder.reserve(RESERVE).await?
                 }
                 other => other?,
@@ -384,7 +385,7 @@ impl Task {
 
     /// Keeps the lease: `Err` when this instance may no longer write.
     async fn renew(&self) -> Result<(), SharedLogError> {
-        match self.0.keep().await {
+        match self.0.keep(true).await {
             Ok(()) => {
                 *self.failing_since() = None;
                 Ok(())

@@ -3,7 +3,10 @@
 -- ARGV: base, owner, lease (ms), session ttl (ms), now (ms), error JSON tail,
 --       mode, held epoch, lowest next stream number, standalone head,
 --       live ('1' when the owner's lease is live by its own clock),
---       confirm ('1' confirms this owner's seeding)
+--       confirm ('1' confirms this owner's seeding),
+--       reconcile ('1': the next argument is every request stream the owner
+--       has open, and any other that Redis has open is ended),
+--       the owner's open request streams, comma-separated
 -- Modes:
 --   'create' take a free lease, starting the session if Redis lacks it
 --   'take'   take a free lease of a session Redis knows
@@ -71,26 +74,28 @@ local function hold(epoch)
   redis.call('PEXPIRE', lease, ARGV[3])
 end
 
--- Ends every call the session has open with the terminal error, written
--- under `epoch`.
-local function end_open_calls(epoch)
+-- Ends the calls the session has open with the terminal error, written
+-- under `epoch`: all of them, or those `keep` does not name.
+local function end_open_calls(epoch, keep)
   local open = redis.call('HGETALL', base .. 'open')
   local ended = 0
   for i = 1, #open, 2 do
     local stream, id = open[i], open[i + 1]
-    local meta, key = base .. 'm:' .. stream, base .. 'x:' .. stream
-    local head = tonumber(redis.call('HGET', meta, 'head') or '0')
-    local data = '{"jsonrpc":"2.0","id":' .. id .. ',"error":' .. ARGV[6] .. '}'
-    redis.call('XADD', key, string.format('%d-1', head), 'd', data, 't', ARGV[5],
-      'w', string.len(data))
-    redis.call('HSET', meta, 'head', string.format('%d', head + 1), 'finished', 1,
-      'e', string.format('%d', epoch))
-    redis.call('HINCRBY', meta, 'bytes', string.len(data))
-    redis.call('PEXPIRE', meta, ttl)
-    redis.call('PEXPIRE', key, ttl)
-    ended = ended + 1
+    if keep == nil or not keep[stream] then
+      local meta, key = base .. 'm:' .. stream, base .. 'x:' .. stream
+      local head = tonumber(redis.call('HGET', meta, 'head') or '0')
+      local data = '{"jsonrpc":"2.0","id":' .. id .. ',"error":' .. ARGV[6] .. '}'
+      redis.call('XADD', key, string.format('%d-1', head), 'd', data, 't', ARGV[5],
+        'w', string.len(data))
+      redis.call('HSET', meta, 'head', string.format('%d', head + 1), 'finished', 1,
+        'e', string.format('%d', epoch))
+      redis.call('HINCRBY', meta, 'bytes', string.len(data))
+      redis.call('PEXPIRE', meta, ttl)
+      redis.call('PEXPIRE', key, ttl)
+      redis.call('HDEL', base .. 'open', stream)
+      ended = ended + 1
+    end
   end
-  redis.call('DEL', base .. 'open')
   return ended
 end
 
@@ -131,8 +136,20 @@ if mode ~= 'fence' and holder == owner then
   if ARGV[12] == '1' then
     redis.call('DEL', seeding)
   end
+  local ended = 0
+  if ARGV[13] == '1' and current == tonumber(ARGV[8]) then
+    -- A call Redis holds open that its owner answered long ago lost its
+    -- answer (a failover to a lagging replica): nobody will ever write
+    -- it again, so its readers get the terminal error now rather than
+    -- wait for ever.
+    local keep = {}
+    for stream in string.gmatch(ARGV[14] or '', '[^,]+') do
+      keep[stream] = true
+    end
+    ended = end_open_calls(current, keep)
+  end
   refresh()
-  return {1, current, 0}
+  return {1, current, ended}
 end
 if mode == 'renew' then
   local held = tonumber(ARGV[8])

@@ -554,3 +554,27 @@ async fn a_standalone_event_committed_moves_the_seeding_head() {
     let seed = script.sent.first().expect("the seeding renewal");
     assert_eq!(seed.standalone_head, 8, "{seed:?}");
 }
+
+#[tokio::test(start_paused = true)]
+async fn each_periodic_renewal_names_the_open_calls_and_no_other_renewal_does() {
+    let fake = leased(Duration::from_secs(3));
+    let mut mirror = mirror(&fake).await;
+    let gate = Gate::new(0);
+    mirror.write(MirrorOp::Open {
+        stream: 100,
+        request_id: "1".into(),
+    });
+    mirror.append(StreamId::Request(100), 0, None, &gate);
+    assert!(gate.committed(0).await);
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    let periodic = fake.script().sent.last().cloned().expect("a renewal");
+    assert_eq!(periodic.open_calls, Some(vec![100]), "{periodic:?}");
+    // A renewal the worker makes (a call admitted past the lease) does not
+    // know what the task is committing, so it names nothing.
+    fake.script().renew_answers.extend([Renewed::Unreachable; 10]);
+    tokio::time::sleep(Duration::from_millis(3000)).await;
+    let _ = mirror.next_stream().await;
+    let sent = fake.script().sent.clone();
+    let last = sent.last().expect("a renewal");
+    assert!(!last.live && last.open_calls.is_none(), "{sent:?}");
+}
