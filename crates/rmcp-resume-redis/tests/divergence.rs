@@ -120,7 +120,7 @@ async fn a_stale_owner_is_never_re_elected_after_redis_loses_its_data() {
         .await
         .expect("read")
         .lookup;
-    let after_b = plan(lookup.clone(), RmcpEventId::standalone(2));
+    let after_b = plan(lookup, RmcpEventId::standalone(2));
     assert!(
         matches!(after_b, ResumeAnswer::Replay { from: 3, .. }),
         "{after_b:?}"
