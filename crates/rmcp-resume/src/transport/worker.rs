@@ -86,27 +86,30 @@ crate::line::with_transport_alias! {
     impl<W: Worker> Transport<W::Role> for WorkerTransport<W> {
         type Error = W::Error;
 
-        fn send(
-            &mut self,
-            item: TxJsonRpcMessage<W::Role>,
-        ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
-            match &mut self.inner {
-                Inner::Spawned(spawned) => futures::future::Either::Left(spawned.send(item)),
-                Inner::Direct { transport, .. } => futures::future::Either::Right(transport.send_boxed(item)),
-            }
-        }
-
         async fn receive(&mut self) -> Option<RxJsonRpcMessage<W::Role>> {
             match &mut self.inner {
-                Inner::Spawned(spawned) => spawned.receive().await,
                 Inner::Direct { transport, .. } => transport.receive_boxed().await,
+                Inner::Spawned(spawned) => spawned.receive().await,
             }
         }
 
-        async fn close(&mut self) -> Result<(), Self::Error> {
+        // Not an `async fn`: the future must not borrow `self` (the
+        // service sends from a task of its own).
+        fn send(
+            &mut self,
+            message: TxJsonRpcMessage<W::Role>,
+        ) -> impl Future<Output = Result<(), W::Error>> + Send + 'static {
+            use futures::future::Either;
             match &mut self.inner {
-                Inner::Spawned(spawned) => spawned.close().await,
+                Inner::Direct { transport, .. } => Either::Left(transport.send_boxed(message)),
+                Inner::Spawned(spawned) => Either::Right(spawned.send(message)),
+            }
+        }
+
+        async fn close(&mut self) -> Result<(), W::Error> {
+            match &mut self.inner {
                 Inner::Direct { transport, .. } => transport.close_boxed().await,
+                Inner::Spawned(spawned) => spawned.close().await,
             }
         }
     }
