@@ -2,7 +2,7 @@
 //! line must compile against that line's face unchanged.
 //!
 //! Each `probe/*.rs` file is application code spelled as upstream allows it.
-//! [`line!`] compiles the files a line takes twice, in two modules: once with
+//! `line!` compiles the files a line takes twice, in two modules: once with
 //! `rmcp` naming upstream itself, once naming the line's overlay, which is
 //! the source tree and build script its `[patch.crates-io]` face compiles. A
 //! probe that compiles against upstream and not against the overlay is a
@@ -13,6 +13,7 @@
 //! |---|---|---|
 //! | `probe/items.rs` | every public item of upstream's streamable-HTTP modules the five lines share: names, signatures, fields, variants, impls | all |
 //! | `probe/behaviour.rs` | a scripted HTTP session (initialize, an idle spell on a paused clock, with and without a `GET` held open, list, call, every `retry:`), in process | all |
+//! | `probe/redirect.rs` | the default client of `from_uri` against a `307` to another origin | all |
 //! | `probe/server.rs` | the service's handler bound (`Service<RoleServer>`), a router, a boxed service, a hand-written service | all |
 //! | `probe/client.rs` | the client transport as upstream's alias of `WorkerTransport`, its constructors | all |
 //! | `probe/session.rs` | `LocalSessionWorkerError::KeepAliveTimeout`, the session items' types and signatures | all |
@@ -50,6 +51,7 @@ line!(
     [
         "probe/server.rs",
         "probe/behaviour.rs",
+        "probe/redirect.rs",
         "probe/items.rs",
         "probe/client.rs",
         "probe/session.rs",
@@ -64,6 +66,7 @@ line!(
     [
         "probe/server.rs",
         "probe/behaviour.rs",
+        "probe/redirect.rs",
         "probe/items.rs",
         "probe/client.rs",
         "probe/session.rs",
@@ -78,6 +81,7 @@ line!(
     [
         "probe/server.rs",
         "probe/behaviour.rs",
+        "probe/redirect.rs",
         "probe/items.rs",
         "probe/client.rs",
         "probe/session.rs",
@@ -93,6 +97,7 @@ line!(
     [
         "probe/server.rs",
         "probe/behaviour.rs",
+        "probe/redirect.rs",
         "probe/items.rs",
         "probe/client.rs",
         "probe/session.rs",
@@ -108,6 +113,7 @@ line!(
     [
         "probe/server.rs",
         "probe/behaviour.rs",
+        "probe/redirect.rs",
         "probe/items.rs",
         "probe/client.rs",
         "probe/session.rs",
@@ -323,6 +329,147 @@ mod tests {
                     "{line}, {plan:?}: the session did not outlive its keep-alive with a GET open: {overlay:?}"
                 );
             }
+        }
+    }
+
+    /// A one-route HTTP server: reads each request and answers with what
+    /// `answer` makes of its method and body.
+    async fn serve_http(
+        answer: impl Fn(&str, &str) -> String + Send + Sync + 'static,
+    ) -> std::net::SocketAddr {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .unwrap_or_else(|e| panic!("bind: {e}"));
+        let addr = listener
+            .local_addr()
+            .unwrap_or_else(|e| panic!("addr: {e}"));
+        let answer = std::sync::Arc::new(answer);
+        tokio::spawn(async move {
+            while let Ok((mut socket, _)) = listener.accept().await {
+                let answer = answer.clone();
+                tokio::spawn(async move {
+                    let mut buffer = Vec::new();
+                    let mut chunk = [0u8; 4096];
+                    loop {
+                        let text = String::from_utf8_lossy(&buffer).into_owned();
+                        if let Some(end) = text.find("\r\n\r\n") {
+                            let length = text[..end]
+                                .lines()
+                                .find_map(|l| {
+                                    let (name, value) = l.split_once(':')?;
+                                    name.eq_ignore_ascii_case("content-length")
+                                        .then(|| value.trim().parse::<usize>().ok())?
+                                })
+                                .unwrap_or(0);
+                            if buffer.len() >= end + 4 + length {
+                                let method = text.split(' ').next().unwrap_or_default().to_owned();
+                                let body =
+                                    String::from_utf8_lossy(&buffer[end + 4..end + 4 + length])
+                                        .into_owned();
+                                let response = answer(&method, &body);
+                                let _ = socket.write_all(response.as_bytes()).await;
+                                buffer.drain(..end + 4 + length);
+                                continue;
+                            }
+                        }
+                        match socket.read(&mut chunk).await {
+                            Ok(0) | Err(_) => break,
+                            Ok(n) => buffer.extend_from_slice(&chunk[..n]),
+                        }
+                    }
+                });
+            }
+        });
+        addr
+    }
+
+    /// A canned MCP server: `initialize` answered in JSON, echoing the
+    /// request's id and revision; anything else `202`, a `GET` `405`.
+    fn canned_mcp(method: &str, body: &str) -> String {
+        let field = |key: &str| -> Option<String> {
+            let at = body.find(key)? + key.len();
+            let rest = body[at..].trim_start_matches([':', ' ']);
+            Some(
+                rest.chars()
+                    .take_while(|c| !matches!(c, ',' | '}'))
+                    .collect(),
+            )
+        };
+        if method == "GET" {
+            return "HTTP/1.1 405 Method Not Allowed\r\ncontent-length: 0\r\n\r\n".to_owned();
+        }
+        if !body.contains("\"initialize\"") {
+            return "HTTP/1.1 202 Accepted\r\ncontent-length: 0\r\n\r\n".to_owned();
+        }
+        let id = field("\"id\"").unwrap_or_else(|| "0".to_owned());
+        let version = field("\"protocolVersion\"").unwrap_or_else(|| "\"2025-03-26\"".to_owned());
+        let json = format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"result":{{"protocolVersion":{version},"capabilities":{{}},"serverInfo":{{"name":"canned","version":"0"}}}}}}"#
+        );
+        format!(
+            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{json}",
+            json.len()
+        )
+    }
+
+    /// A client of `from_uri` pointed at a URL that answers `307` to
+    /// another origin gets through, or not, as upstream's does on its line:
+    /// 0.x and 1.8 follow (reqwest's default policy), 2.2 follows none.
+    #[tokio::test]
+    async fn the_default_client_redirects_as_upstream() {
+        let target = serve_http(canned_mcp).await;
+        let redirector = serve_http(move |_, _| {
+            format!(
+                "HTTP/1.1 307 Temporary Redirect\r\nlocation: http://{target}/mcp\r\ncontent-length: 0\r\n\r\n"
+            )
+        })
+        .await;
+        let url = format!("http://{redirector}/mcp");
+        let direct = format!("http://{target}/mcp");
+        // The canned server itself serves both sides.
+        assert!(super::v0_15::upstream::redirect::initializes(direct).await);
+        let outcomes = [
+            (
+                "2.2",
+                super::v2_2::upstream::redirect::initializes(url.clone()).await,
+                super::v2_2::overlay::redirect::initializes(url.clone()).await,
+                false,
+            ),
+            (
+                "1.8",
+                super::v1_8::upstream::redirect::initializes(url.clone()).await,
+                super::v1_8::overlay::redirect::initializes(url.clone()).await,
+                true,
+            ),
+            (
+                "0.17",
+                super::v0_17::upstream::redirect::initializes(url.clone()).await,
+                super::v0_17::overlay::redirect::initializes(url.clone()).await,
+                true,
+            ),
+            (
+                "0.16",
+                super::v0_16::upstream::redirect::initializes(url.clone()).await,
+                super::v0_16::overlay::redirect::initializes(url.clone()).await,
+                true,
+            ),
+            (
+                "0.15",
+                super::v0_15::upstream::redirect::initializes(url.clone()).await,
+                super::v0_15::overlay::redirect::initializes(url.clone()).await,
+                true,
+            ),
+        ];
+        for (line, upstream, overlay, expected) in outcomes {
+            assert_eq!(
+                upstream, expected,
+                "{line}: upstream's client, a 307 to another origin"
+            );
+            assert_eq!(
+                overlay, upstream,
+                "{line}: the overlay's client, a 307 to another origin"
+            );
         }
     }
 }

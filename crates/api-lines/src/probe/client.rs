@@ -55,3 +55,10 @@ where
     use rmcp::ServiceExt;
     let _serving = rmcp::model::ClientInfo::default().serve(transport);
 }
+
+/// What upstream's transport is beside: it moves between tasks and threads.
+pub fn auto_traits() {
+    fn held<T: Send + Sync + Unpin + 'static>() {}
+    held::<Alias<reqwest::Client>>();
+    held::<rmcp::transport::WorkerTransport<Worker<reqwest::Client>>>();
+}
