@@ -336,6 +336,52 @@ pub async fn live(
     }
 }
 
+/// Breaks Redis behind the product's back until `stop`, for a run that
+/// proves the checker sees it: every `every`, the newest entry of each
+/// session's stream is deleted (`XDEL`), so an event a client has just
+/// received is often gone when the live audit reads it. Single Redis only.
+pub async fn sabotage(target: Target, every: Duration, stop: CancellationToken) {
+    let Target::Single(url) = target else { return };
+    let mut conn = None;
+    while !stop.is_cancelled() {
+        tokio::select! {
+            _ = tokio::time::sleep(every) => {}
+            _ = stop.cancelled() => return,
+        }
+        if conn.is_none() {
+            conn = connect(&url).await.ok();
+        }
+        let Some(c) = conn.as_mut() else { continue };
+        let keys: Vec<String> =
+            match query(c, redis::cmd("KEYS").arg(format!("{PREFIX}:{{*}}:x:*"))).await {
+                Ok(keys) => keys,
+                Err(_) => {
+                    conn = None;
+                    continue;
+                }
+            };
+        for key in keys {
+            let newest: Vec<(String, Vec<(String, String)>)> = match query(
+                c,
+                redis::cmd("XREVRANGE")
+                    .arg(&key)
+                    .arg("+")
+                    .arg("-")
+                    .arg("COUNT")
+                    .arg(1),
+            )
+            .await
+            {
+                Ok(newest) => newest,
+                Err(_) => continue,
+            };
+            for (id, _) in newest {
+                let _: Result<u64, _> = query(c, redis::cmd("XDEL").arg(&key).arg(id)).await;
+            }
+        }
+    }
+}
+
 /// One stored event as Redis has it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Stored {

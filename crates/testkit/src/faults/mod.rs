@@ -125,6 +125,9 @@ pub struct RunConfig {
     /// What the run must have done to mean anything (rule 6): a run short
     /// of it fails like one with an anomaly.
     pub minimums: checker::Minimums,
+    /// Breaks Redis on purpose while the run goes on ([`audit::sabotage`]),
+    /// every this often: only for a test that the checker reports it.
+    pub sabotage: Option<Duration>,
 }
 
 impl RunConfig {
@@ -151,6 +154,7 @@ impl RunConfig {
                 takeovers: 1,
                 post_first: 1,
             },
+            sabotage: None,
         }
     }
 
@@ -233,6 +237,13 @@ async fn run_on(
         };
         tasks.push(tokio::spawn(client::run(cfg, ctl.clone(), rec.clone())));
     }
+    let saboteur = config.sabotage.map(|every| {
+        tokio::spawn(audit::sabotage(
+            cluster.target.clone(),
+            every,
+            ctl.stop.clone(),
+        ))
+    });
     let abort = CancellationToken::new();
     let applied = nemesis::run(cluster, &schedule, &ctl, rec, &abort).await;
     nemesis::heal(cluster, &ctl).await;
@@ -245,6 +256,9 @@ async fn run_on(
             // Its open chain has no end: the checker reports it.
             abort.abort();
         }
+    }
+    if let Some(saboteur) = saboteur {
+        let _ = saboteur.await;
     }
     // The live audit answers what is still queued, then stops (before the
     // leak check: its connection is one of Redis's clients).
@@ -310,7 +324,19 @@ async fn run_on(
         redis_clients: (expected, after.0),
         takeovers,
         post_first: checker::post_first_resumes(&history),
-        audits: history.audits.len(),
+        audits: (
+            history.audits.len(),
+            history
+                .audits
+                .iter()
+                .filter(|o| {
+                    matches!(
+                        o.answer,
+                        history::Answer::Event(audit::Stored::Event(Some(_)))
+                    )
+                })
+                .count(),
+        ),
         unconfirmed: Report::unconfirmed(&history),
         anomalies,
         wall: began.elapsed(),

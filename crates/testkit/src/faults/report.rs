@@ -33,8 +33,11 @@ pub struct Report {
     pub takeovers: usize,
     /// Resumes that POSTed first and were answered `200`.
     pub post_first: usize,
-    /// Questions the live audit put to Redis and had answered.
-    pub audits: usize,
+    /// Questions the live audit put to Redis and had answered, and of
+    /// those about events, how many found the event held as received (the
+    /// rest trimmed, lost or anomalies): a run whose reads find nothing
+    /// held has checked nothing.
+    pub audits: (usize, usize),
     /// Why calls ended unconfirmed (the client could not tell whether
     /// the server got them), by reason.
     pub unconfirmed: BTreeMap<String, usize>,
@@ -135,7 +138,7 @@ impl Report {
 
     /// The markdown table's header.
     pub fn table_header() -> &'static str {
-        "| seed | instances | faults applied | calls (outcomes) | events received | resumes (POST-first) | takeovers | live reads | Redis clients before/after | anomalies | wall |\n|---|---|---|---|---|---|---|---|---|---|---|"
+        "| seed | instances | faults applied | calls (outcomes) | events received | resumes (POST-first) | takeovers | live reads (events found held) | Redis clients before/after | anomalies | wall |\n|---|---|---|---|---|---|---|---|---|---|---|"
     }
 
     /// This run's row.
@@ -147,7 +150,7 @@ impl Report {
             .collect::<Vec<_>>()
             .join(", ");
         format!(
-            "| {} | {} | {} ({}) | {} ({}) | {} | {} ({}) | {} | {} | {}/{} | {} | {:.1} s |",
+            "| {} | {} | {} ({}) | {} ({}) | {} | {} ({}) | {} | {} ({}) | {}/{} | {} | {:.1} s |",
             self.seed,
             self.instances,
             self.faults.len(),
@@ -158,7 +161,8 @@ impl Report {
             self.resumes,
             self.post_first,
             self.takeovers,
-            self.audits,
+            self.audits.0,
+            self.audits.1,
             self.redis_clients.0,
             self.redis_clients.1,
             self.anomalies_by_kind(),

@@ -427,6 +427,26 @@ mod tests {
     }
 
     #[test]
+    fn partitions_are_blackholes_or_cuts_within_and_past_the_lease() {
+        let mut cfg = config(&[FaultKind::Partition]);
+        cfg.faults = 40;
+        let schedule = Schedule::generate(5, &cfg);
+        let (mut blackholes, mut past) = (0, 0);
+        for planned in &schedule.faults {
+            let Fault::Partition {
+                hold, blackhole, ..
+            } = planned.fault
+            else {
+                panic!("{}", planned.fault);
+            };
+            blackholes += usize::from(blackhole);
+            past += usize::from(hold > cfg.lease);
+        }
+        assert!((8..=32).contains(&blackholes), "{blackholes} of 40");
+        assert!((8..=32).contains(&past), "{past} of 40");
+    }
+
+    #[test]
     fn kinds_parse_by_name() {
         assert_eq!(
             FaultKind::parse_list("cut,redis-restart"),
