@@ -216,3 +216,53 @@ async fn an_idle_owner_gives_the_session_up_after_the_outage_limit() {
     redis.signal("CONT");
     assert!(gave_up.is_some(), "the idle owner kept the session");
 }
+
+/// docs/redis.md: "`DELETE` on any instance: `404` everywhere; the owner
+/// stops within one renewal (lease / 3)".
+#[tokio::test]
+async fn a_delete_on_a_non_owner_stops_the_owner_within_a_renewal() {
+    let redis = RedisServer::start();
+    let a = instance(&redis, "30000");
+    let b = instance(&redis, "30000");
+    let on_a = RawSession::open(&a.url).await.expect("session on A");
+    let started = Instant::now();
+    let deleted = on_a.at(&b.url).delete().await.expect("DELETE on B");
+    assert_eq!(deleted.status(), 200);
+    let stopped = a.logged("no longer writes the session", LEASE);
+    let took = started.elapsed();
+    assert!(stopped.is_some(), "the owner still runs the session");
+    // One renewal period, with room for a slow machine's scheduling.
+    assert!(took < LEASE / 3 + Duration::from_millis(400), "{took:?}");
+    let response = on_a.post(call(9)).await.expect("POST on A");
+    assert_eq!(response.status(), 404);
+}
+
+/// docs/redis.md: "`404` for a deleted or expired session": once a dead
+/// owner's session has expired from Redis (its keys gone, as `session_ttl`
+/// does), every instance answers `404`, never a `200`.
+#[tokio::test]
+async fn an_expired_session_is_404_on_every_instance() {
+    let redis = RedisServer::start();
+    let mut a = instance(&redis, "30000");
+    let b = instance(&redis, "30000");
+    let on_a = RawSession::open(&a.url).await.expect("session on A");
+    a.signal("KILL");
+    let sock = redis.url().trim_start_matches("unix://").to_owned();
+    let keys = std::process::Command::new("redis-cli")
+        .args(["-s", &sock, "--scan"])
+        .output()
+        .expect("redis-cli");
+    let keys = String::from_utf8_lossy(&keys.stdout).into_owned();
+    assert!(!keys.is_empty(), "the session wrote nothing to Redis");
+    for key in keys.lines() {
+        let deleted = std::process::Command::new("redis-cli")
+            .args(["-s", &sock, "DEL", key])
+            .status()
+            .expect("redis-cli");
+        assert!(deleted.success());
+    }
+    let on_b = on_a.at(&b.url);
+    assert_eq!(on_b.get(None).await.expect("GET").status(), 404);
+    assert_eq!(on_b.resume("1").await.expect("resume").status(), 404);
+    assert_eq!(on_b.post(call(3)).await.expect("POST").status(), 404);
+}

@@ -36,6 +36,15 @@ pub enum RedisLogError {
         /// The index both histories claim.
         index: u64,
     },
+    /// Redis may evict keys (`maxmemory-policy` is not `noeviction`): an
+    /// evicted event or state would be a silent gap. See [`crate::policy`].
+    #[error(
+        "redis's maxmemory-policy is {policy:?}: set it to noeviction (an evicted key would be a silent gap)"
+    )]
+    Evicting {
+        /// The policy Redis reported.
+        policy: String,
+    },
     /// The stream was already answered; nothing more may be appended.
     #[error("the stream is finished")]
     Finished,

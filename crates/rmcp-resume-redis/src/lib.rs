@@ -67,6 +67,7 @@ mod group;
 mod keys;
 pub mod lease;
 mod log;
+pub mod policy;
 mod scripts;
 #[cfg(feature = "rmcp")]
 mod session_store;

@@ -42,7 +42,9 @@ impl RedisLog {
     /// Connects to the Redis at `url` (`redis://…`, `rediss://…` or
     /// `unix:///path/to/socket`). The connection reconnects by itself; a
     /// command made while Redis is away fails with
-    /// [`RedisLogError::Redis`] after the response timeout.
+    /// [`RedisLogError::Redis`] after the response timeout. A Redis that
+    /// may evict keys is refused ([`RedisLogError::Evicting`], see
+    /// [`policy`](crate::policy)).
     pub async fn connect(url: &str, config: RedisLogConfig) -> Result<Self, RedisLogError> {
         Self::on(Backend::single(url)?, config).await
     }
@@ -71,7 +73,10 @@ impl RedisLog {
     }
 
     async fn on(backend: Backend, config: RedisLogConfig) -> Result<Self, RedisLogError> {
-        let conn = backend.shared().await?;
+        let mut conn = backend.shared().await?;
+        if let Backend::Single(_) = backend {
+            crate::policy::require_noeviction(&mut conn).await?;
+        }
         let scripts = Scripts::new();
         let group = match backend {
             Backend::Single(_) => Some(GroupCommit::start(conn.clone(), scripts.commit.clone())),
