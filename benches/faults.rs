@@ -14,7 +14,8 @@
 //! `--post-first P` (percent of resumes, 35), `--no-standalone`,
 //! `--details D` (anomalies shown per kind, 3), `--server PATH`,
 //! `--min-per-kind K` (each kind switched on applied at least K times, 1),
-//! `--min-takeovers T` (1), `--min-post-first P` (1): a run short of a
+//! `--delete-percent D` (sessions ended by a `DELETE` on another
+//! instance, 0), `--min-takeovers T` (1), `--min-post-first P` (1): a run short of a
 //! minimum reports a `coverage` anomaly (see docs/fault-checker.md).
 //! Exit code 1 when any anomaly was found.
 
@@ -37,6 +38,7 @@ struct Args {
     server: Option<PathBuf>,
     backend: Backend,
     minimums: faults::checker::Minimums,
+    delete_percent: u64,
 }
 
 fn parse() -> Result<Args, String> {
@@ -58,6 +60,7 @@ fn parse() -> Result<Args, String> {
             takeovers: 1,
             post_first: 1,
         },
+        delete_percent: 0,
     };
     let mut it = std::env::args().skip(1);
     let number = |name: &str, value: Option<String>| -> Result<u64, String> {
@@ -79,6 +82,7 @@ fn parse() -> Result<Args, String> {
             "--details" => args.details = number("--details", it.next())? as usize,
             "--no-standalone" => args.standalone = false,
             "--cluster" => args.backend = Backend::Cluster,
+            "--delete-percent" => args.delete_percent = number("--delete-percent", it.next())?,
             "--min-per-kind" => {
                 args.minimums.per_kind = number("--min-per-kind", it.next())? as usize
             }
@@ -188,6 +192,7 @@ fn main() {
         config.standalone = args.standalone;
         config.backend = args.backend;
         config.minimums = args.minimums.clone();
+        config.delete_percent = args.delete_percent;
         match runtime.block_on(faults::run(&config)) {
             Ok(report) => {
                 println!("{}", report.table_row());

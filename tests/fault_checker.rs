@@ -154,6 +154,41 @@ async fn partitions_of_an_instance_from_redis_are_reported_never_silent() {
     .await;
 }
 
+/// Every session ends after a few calls with a `DELETE` on an instance
+/// other than the one it last used, among kills and cuts: the owner's
+/// streams must end within the lease's third, and nothing of the session
+/// may come back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deletes_on_non_owners_stop_the_owner_within_the_lease_s_third() {
+    let mut config = RunConfig::new(7, server_example());
+    config.faults = 4;
+    config.kinds = [FaultKind::Cut, FaultKind::Kill].into_iter().collect();
+    config.delete_percent = 100;
+    config.minimums = Minimums {
+        per_kind: 2,
+        takeovers: 0,
+        post_first: 0,
+    };
+    let report = faults::run(&config).await.expect("the run itself");
+    println!(
+        "{}\n{}\n{}",
+        Report::table_header(),
+        report.table_row(),
+        report.details(3)
+    );
+    assert!(
+        report.deletes > 0,
+        "no DELETE answered: {}",
+        report.table_row()
+    );
+    assert!(
+        report.anomalies.is_empty(),
+        "{}\n{}",
+        report.table_row(),
+        report.details(3)
+    );
+}
+
 /// The checker can fail: with the newest entry of every stream deleted
 /// from Redis every 50 ms behind the instances' backs, events the clients
 /// received are missing when the live audit reads them, and it says so.

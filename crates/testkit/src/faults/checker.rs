@@ -22,6 +22,9 @@
 //! 6. The run did what it claims: every fault applied without error, each
 //!    kind switched on at least the minimum number of times, takeovers and
 //!    POST-first resumes happened ([`coverage`]).
+//! 7. A `DELETE` through any instance stops the session's streams on its
+//!    owner within the lease's third (plus 500 ms), and its `404`s after
+//!    are the client's own doing.
 //!
 //! # Excuses
 //!
@@ -158,6 +161,15 @@ pub enum Anomaly {
         redis: u64,
         read: Ms,
     },
+    /// (7) A stream of a session the client deleted still open (or
+    /// closed only by the client) past the lease's third after the
+    /// `DELETE` was answered.
+    NotStopped {
+        at: At,
+        deleted: Ms,
+        bound: Ms,
+        how: String,
+    },
     /// (6) A fault that did not apply (or heal) as scheduled.
     FaultFailed {
         start: Ms,
@@ -196,6 +208,7 @@ impl Anomaly {
             Anomaly::UnexplainedUnavailable { .. } => "unexplained-unavailable",
             Anomaly::Early { .. } => "early",
             Anomaly::FloorDisagrees { .. } => "floor-disagrees",
+            Anomaly::NotStopped { .. } => "not-stopped",
             Anomaly::FaultFailed { .. } => "fault-failed",
             Anomaly::Coverage { .. } => "coverage",
         }
@@ -222,7 +235,8 @@ impl Anomaly {
             | Anomaly::UnexplainedError { at, .. }
             | Anomaly::UnexplainedUnavailable { at, .. }
             | Anomaly::Early { at, .. }
-            | Anomaly::FloorDisagrees { at, .. } => Some(at),
+            | Anomaly::FloorDisagrees { at, .. }
+            | Anomaly::NotStopped { at, .. } => Some(at),
             Anomaly::Leak { .. } | Anomaly::FaultFailed { .. } | Anomaly::Coverage { .. } => None,
         }
     }
@@ -329,6 +343,15 @@ impl fmt::Display for Anomaly {
             } => write!(
                 f,
                 "floor {claimed} claimed, but {key}'s floor was {redis} at {read} ms and nothing lost it"
+            )?,
+            Anomaly::NotStopped {
+                deleted,
+                bound,
+                how,
+                ..
+            } => write!(
+                f,
+                "the session was deleted at {deleted} ms; its stream {how} (bound {bound} ms)"
             )?,
             Anomaly::FaultFailed {
                 start,
@@ -519,12 +542,90 @@ fn instance_lost(code: i64, message: &str) -> bool {
 /// read while the run went on ([`audits`]).
 pub fn check(history: &History, faults: &[Applied], bounds: Bounds) -> Vec<Anomaly> {
     let mut anomalies = Vec::new();
+    let deleted = deletes(history);
     for chain in &history.chains {
         let entries: Vec<&Entry> = history.of_chain(chain.id).collect();
-        check_chain(chain, &entries, faults, bounds, &mut anomalies);
+        let deleted = deleted.get(chain.session.as_str()).copied();
+        check_chain(chain, &entries, faults, bounds, deleted, &mut anomalies);
+        if let Some(deleted) = deleted {
+            stopped(chain, &entries, deleted, bounds, &mut anomalies);
+        }
     }
     anomalies.extend(audits(history, faults));
     anomalies
+}
+
+/// When each session the clients deleted was first answered `2xx` to its
+/// `DELETE`.
+pub fn deletes(history: &History) -> std::collections::HashMap<&str, Ms> {
+    let mut out = std::collections::HashMap::new();
+    for entry in &history.entries {
+        if let Step::Delete {
+            session,
+            status: Some(status),
+            ..
+        } = &entry.step
+            && (200..300).contains(status)
+        {
+            out.entry(session.as_str()).or_insert(entry.t);
+        }
+    }
+    out
+}
+
+/// Slack on top of the lease's third for a deleted session's streams to
+/// end: the owner's next renewal finds the tombstone.
+const STOP_SLACK: Ms = 500;
+
+/// Rule 7: a `DELETE` through any instance stops the owner's streams of
+/// that session within the lease's third: each connection open when the
+/// `DELETE` was answered must be ended by the server by then.
+fn stopped(chain: &Chain, entries: &[&Entry], deleted: Ms, bounds: Bounds, out: &mut Vec<Anomaly>) {
+    let third = u64::try_from((bounds.lease / 3).as_millis()).unwrap_or(u64::MAX);
+    let bound = deleted + third + STOP_SLACK;
+    for (k, entry) in entries.iter().enumerate() {
+        let Step::Open {
+            conn,
+            status: Some(200),
+            ..
+        } = &entry.step
+        else {
+            continue;
+        };
+        if entry.t > deleted {
+            continue;
+        }
+        // A call's connection ends with its answer, recorded as the chain's
+        // end rather than as a close.
+        let closed = entries[k..]
+            .iter()
+            .enumerate()
+            .find_map(|(j, e)| match &e.step {
+                Step::Closed { conn: c, why } if c == conn => Some((k + j, e.t, why.as_str())),
+                Step::End { .. } => Some((k + j, e.t, "the chain ended")),
+                _ => None,
+            });
+        let how = match closed {
+            Some((_, t, _)) if t < deleted => continue,
+            Some((_, t, "closed by the client")) => {
+                format!("was still open at {t} ms, when the client closed it")
+            }
+            Some((_, t, _)) if t > bound => format!("ended only at {t} ms"),
+            Some(_) => continue,
+            None => "never ended".to_owned(),
+        };
+        let upto = closed.map_or(entries.len().saturating_sub(1), |(j, _, _)| j);
+        out.push(Anomaly::NotStopped {
+            at: At {
+                client: chain.client,
+                chain: chain.id,
+                excerpt: excerpt(entries, upto),
+            },
+            deleted,
+            bound,
+            how,
+        });
+    }
 }
 
 /// A `POST` answered `200`, until its first event.
@@ -540,6 +641,7 @@ fn check_chain(
     entries: &[&Entry],
     faults: &[Applied],
     bounds: Bounds,
+    deleted: Option<Ms>,
     out: &mut Vec<Anomaly>,
 ) {
     let at = |k: usize| At {
@@ -634,7 +736,7 @@ fn check_chain(
                             &chain.session,
                             chain.session_started,
                             entry.t,
-                        ) =>
+                        ) && deleted.is_none_or(|d| d > entry.t) =>
                     {
                         out.push(Anomaly::SessionLost {
                             at: at(k),
@@ -752,7 +854,7 @@ fn check_chain(
                 };
                 end_of_chain(chain, &ending, faults, bounds, || at(k), out);
             }
-            Step::Ping { .. } | Step::Init { .. } => {}
+            Step::Ping { .. } | Step::Init { .. } | Step::Delete { .. } => {}
         }
     }
     if let Some(open) = post.take() {
@@ -1072,6 +1174,15 @@ pub async fn commits(
     let mut conn = audit::connect_to(target).await?;
     let mut out = Vec::new();
     let mut erased: HashSet<String> = HashSet::new();
+    let deleted: HashSet<String> = history
+        .entries
+        .iter()
+        .filter_map(|e| match &e.step {
+            // Even an unanswered DELETE may have reached Redis.
+            Step::Delete { session, .. } => Some(session.clone()),
+            _ => None,
+        })
+        .collect();
     for chain in &history.chains {
         if erased.contains(&chain.session) {
             continue;
@@ -1083,7 +1194,7 @@ pub async fn commits(
         let (known, tombstone) = audit::session_known(&mut conn, &chain.session).await?;
         if !known {
             erased.insert(chain.session.clone());
-            if session_lossy {
+            if session_lossy || deleted.contains(&chain.session) {
                 continue;
             }
             out.push(Anomaly::SessionErased {
@@ -2042,6 +2153,68 @@ mod tests {
             });
         }
         assert_eq!(takeovers(&history), 1);
+    }
+
+    #[test]
+    fn a_delete_must_stop_the_owner_s_streams_within_the_lease_s_third() {
+        let standalone = |closed_at: Ms, why: &str| {
+            let mut history = timed(
+                "s",
+                ChainKind::Standalone,
+                vec![
+                    (
+                        10,
+                        Step::Open {
+                            conn: 1,
+                            slot: 0,
+                            via: Via::Fresh,
+                            status: Some(200),
+                            body: None,
+                            retry_after: None,
+                        },
+                    ),
+                    (11, frame(1, "0", None)),
+                    (closed_at, closed(1, why)),
+                    (closed_at + 50, open(2, Some("0"), 404, Some("Not Found"))),
+                    (
+                        closed_at + 50,
+                        end(Outcome::Refused {
+                            status: 404,
+                            body: "Not Found".to_owned(),
+                        }),
+                    ),
+                ],
+            );
+            history.entries.insert(
+                2,
+                Entry {
+                    t: 100,
+                    client: 0,
+                    chain: None,
+                    step: Step::Delete {
+                        session: "s".to_owned(),
+                        slot: 2,
+                        status: Some(200),
+                        body: String::new(),
+                    },
+                },
+            );
+            history
+        };
+        // Ended by the server in time: its resume's 404 is the delete's.
+        assert_eq!(
+            found(&standalone(400, "end of stream"), &[]),
+            Vec::<&str>::new()
+        );
+        // Still streaming when the client gave up on it, or ended late.
+        assert_eq!(
+            found(&standalone(1_433, "closed by the client"), &[]),
+            vec!["not-stopped"]
+        );
+        assert_eq!(
+            found(&standalone(2_000, "end of stream"), &[]),
+            vec!["not-stopped"]
+        );
     }
 
     #[test]

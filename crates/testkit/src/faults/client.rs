@@ -104,6 +104,9 @@ pub struct ClientConfig {
     pub post_first_percent: u64,
     /// Whether it keeps a standalone stream.
     pub standalone: bool,
+    /// Percent of sessions it ends after a few calls with a `DELETE` to an
+    /// instance other than the one it last used (0: sessions last the run).
+    pub delete_percent: u64,
 }
 
 /// What a client did, in numbers.
@@ -184,14 +187,40 @@ impl Client {
                     standalone.clone(),
                 ))
             });
+            // Sessions that may be deleted end after a few calls, so that
+            // deletes happen while faults do.
+            let deleting = self.cfg.delete_percent > 0;
+            let mut calls_left = if deleting {
+                self.rng.range(3, 8)
+            } else {
+                u64::MAX
+            };
+            let mut gone = false;
             for _ in 0..MAX_CALLS {
-                if self.ctl.stop.is_cancelled() {
+                if self.ctl.stop.is_cancelled() || calls_left == 0 {
                     break;
                 }
+                calls_left -= 1;
                 tally.calls += 1;
                 match self.call(&mut session).await {
                     CallEnd::Done => {}
-                    CallEnd::SessionGone => break,
+                    CallEnd::SessionGone => {
+                        gone = true;
+                        break;
+                    }
+                }
+            }
+            let mut reader = reader;
+            if !gone && self.rng.chance(self.cfg.delete_percent) {
+                self.delete(&session).await;
+                // The owner must end the standalone stream by itself (its
+                // resume then gets 404); the checker judges when it did.
+                if let Some(running) = reader.as_mut() {
+                    let wait = self.ctl.lease / 3 + Duration::from_secs(1);
+                    if tokio::time::timeout(wait, running).await.is_ok() {
+                        // Ended: a finished task's handle is not polled again.
+                        reader = None;
+                    }
                 }
             }
             standalone.cancel();
@@ -595,6 +624,38 @@ impl Client {
         }
         self.closed(chain, conn, "frame limit");
         None
+    }
+
+    /// `DELETE` of the session through an instance other than the one it
+    /// last used (another after a transport error, three tries at most).
+    async fn delete(&mut self, session: &Session) {
+        let mut slot = session.home;
+        for _ in 0..3 {
+            slot = self.next_slot(Some(slot));
+            let url = self.cfg.urls[slot].clone();
+            let sent = send(self.http.delete(&url), Some(&session.id)).await;
+            let (status, body) = match sent {
+                Err(error) => {
+                    self.failed(slot);
+                    (None, error)
+                }
+                Ok(response) => (Some(response.status().as_u16()), body_text(response).await),
+            };
+            self.rec.record(
+                self.cfg.id,
+                None,
+                Step::Delete {
+                    session: session.id.clone(),
+                    slot,
+                    status,
+                    body,
+                },
+            );
+            if status.is_some() {
+                return;
+            }
+            self.backoff().await;
+        }
     }
 
     /// `ping` POSTed to `slot`: the status and the body's start.

@@ -130,6 +130,14 @@ pub enum Step {
     Closed { conn: u32, why: String },
     /// The chain ended.
     End { outcome: Outcome },
+    /// The client deleted `session` (`DELETE`) through instance `slot`,
+    /// usually not its owner (`status` `None`: a transport error).
+    Delete {
+        session: String,
+        slot: usize,
+        status: Option<u16>,
+        body: String,
+    },
 }
 
 /// A step, when and by whom.
@@ -454,6 +462,16 @@ impl fmt::Display for Entry {
             ),
             Step::Closed { conn, why } => write!(f, " conn{conn} closed: {}", short(why, 120)),
             Step::End { outcome } => write!(f, " END {outcome:?}"),
+            Step::Delete {
+                session,
+                slot,
+                status,
+                body,
+            } => write!(
+                f,
+                " DELETE {session} @{slot} -> {status:?} {}",
+                short(body, 120)
+            ),
         }
     }
 }

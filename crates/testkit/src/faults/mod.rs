@@ -117,6 +117,9 @@ pub struct RunConfig {
     pub post_first_percent: u64,
     /// Whether clients keep a standalone stream per session.
     pub standalone: bool,
+    /// Percent of sessions that end after a few calls with a `DELETE` to
+    /// an instance other than the one last used (0: sessions last the run).
+    pub delete_percent: u64,
     /// How long the Redis client count may take to return to its baseline.
     pub leak_wait: Duration,
     /// Where to write the whole history, one step a line (`None`: the
@@ -147,6 +150,7 @@ impl RunConfig {
             gap: (Duration::from_millis(300), Duration::from_millis(1500)),
             post_first_percent: 35,
             standalone: true,
+            delete_percent: 0,
             leak_wait: Duration::from_secs(8),
             history_dir: std::env::var_os("FAULTS_HISTORY").map(PathBuf::from),
             minimums: checker::Minimums {
@@ -234,6 +238,7 @@ async fn run_on(
             urls: cluster.urls(id),
             post_first_percent: config.post_first_percent,
             standalone: config.standalone,
+            delete_percent: config.delete_percent,
         };
         tasks.push(tokio::spawn(client::run(cfg, ctl.clone(), rec.clone())));
     }
@@ -323,6 +328,7 @@ async fn run_on(
         resumes,
         redis_clients: (expected, after.0),
         takeovers,
+        deletes: checker::deletes(&history).len(),
         post_first: checker::post_first_resumes(&history),
         audits: (
             history.audits.len(),

@@ -29,8 +29,10 @@ pub struct Report {
     /// the count before the clients ran), and the count after they left
     /// (on a Redis Cluster: the busiest node's).
     pub redis_clients: (usize, usize),
-    /// Takeovers, read from the sessions' epochs in Redis at the end.
+    /// Takeovers: changes of a session's epoch the live audit saw.
     pub takeovers: usize,
+    /// Sessions the clients deleted (`DELETE` answered `2xx`).
+    pub deletes: usize,
     /// Resumes that POSTed first and were answered `200`.
     pub post_first: usize,
     /// Questions the live audit put to Redis and had answered, and of
@@ -200,7 +202,13 @@ impl Report {
     /// for replay with `--seed`.
     pub fn details(&self, limit: usize) -> String {
         let mut out = String::new();
-        let _ = writeln!(out, "seed {}: {}", self.seed, self.anomalies_by_kind());
+        let _ = writeln!(
+            out,
+            "seed {}: {} ({} sessions deleted)",
+            self.seed,
+            self.anomalies_by_kind(),
+            self.deletes
+        );
         for (why, n) in &self.unconfirmed {
             let _ = writeln!(out, "  unconfirmed calls ({n}): {why}");
         }
