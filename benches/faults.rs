@@ -14,6 +14,8 @@
 //! `--post-first P` (percent of resumes, 35), `--no-standalone`,
 //! `--details D` (anomalies shown per kind, 3), `--server PATH`,
 //! `--min-per-kind K` (each kind switched on applied at least K times, 1),
+//! `--outage-limit-ms O` (the instances' outage limit, which
+//! `redis-outage` faults hold Redis past; the server's 30 s if unset),
 //! `--delete-percent D` (sessions ended by a `DELETE` on another
 //! instance, 0), `--min-takeovers T` (1), `--min-post-first P` (1): a run short of a
 //! minimum reports a `coverage` anomaly (see docs/fault-checker.md).
@@ -39,6 +41,7 @@ struct Args {
     backend: Backend,
     minimums: faults::checker::Minimums,
     delete_percent: u64,
+    outage_limit: Option<Duration>,
 }
 
 fn parse() -> Result<Args, String> {
@@ -61,6 +64,7 @@ fn parse() -> Result<Args, String> {
             post_first: 1,
         },
         delete_percent: 0,
+        outage_limit: None,
     };
     let mut it = std::env::args().skip(1);
     let number = |name: &str, value: Option<String>| -> Result<u64, String> {
@@ -82,6 +86,12 @@ fn parse() -> Result<Args, String> {
             "--details" => args.details = number("--details", it.next())? as usize,
             "--no-standalone" => args.standalone = false,
             "--cluster" => args.backend = Backend::Cluster,
+            "--outage-limit-ms" => {
+                args.outage_limit = Some(Duration::from_millis(number(
+                    "--outage-limit-ms",
+                    it.next(),
+                )?))
+            }
             "--delete-percent" => args.delete_percent = number("--delete-percent", it.next())?,
             "--min-per-kind" => {
                 args.minimums.per_kind = number("--min-per-kind", it.next())? as usize
@@ -193,6 +203,7 @@ fn main() {
         config.backend = args.backend;
         config.minimums = args.minimums.clone();
         config.delete_percent = args.delete_percent;
+        config.outage_limit = args.outage_limit;
         match runtime.block_on(faults::run(&config)) {
             Ok(report) => {
                 println!("{}", report.table_row());

@@ -189,6 +189,39 @@ async fn deletes_on_non_owners_stop_the_owner_within_the_lease_s_third() {
     );
 }
 
+/// Redis stopped past the instances' outage limit (2 s here) while calls
+/// are in flight, among cuts: every call must still end with its result,
+/// the instance-lost error or a `503` with `Retry-After`, never an empty
+/// `200`, and nothing may be sent that Redis did not commit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_down_past_the_outage_limit_is_reported_never_silent() {
+    let mut config = RunConfig::new(8, server_example());
+    config.faults = 4;
+    config.kinds = [FaultKind::RedisOutage, FaultKind::Cut]
+        .into_iter()
+        .collect();
+    config.outage_limit = Some(Duration::from_secs(2));
+    config.gap = (Duration::from_millis(300), Duration::from_millis(1200));
+    config.minimums = Minimums {
+        per_kind: 2,
+        takeovers: 0,
+        post_first: 0,
+    };
+    let report = faults::run(&config).await.expect("the run itself");
+    println!(
+        "{}\n{}\n{}",
+        Report::table_header(),
+        report.table_row(),
+        report.details(3)
+    );
+    assert!(
+        report.anomalies.is_empty(),
+        "{}\n{}",
+        report.table_row(),
+        report.details(3)
+    );
+}
+
 /// The checker can fail: with the newest entry of every stream deleted
 /// from Redis every 50 ms behind the instances' backs, events the clients
 /// received are missing when the live audit reads them, and it says so.

@@ -128,6 +128,19 @@ pub struct NodeConfig {
     pub lease: Duration,
     /// `--window`, if set.
     pub window: Option<usize>,
+    /// `--outage-limit-ms`, if set (else the server's default, 30 s).
+    pub outage_limit: Option<Duration>,
+}
+
+/// The instances' settings besides where Redis is.
+#[derive(Debug, Clone, Copy)]
+pub struct Knobs {
+    /// `--lease-ms`.
+    pub lease: Duration,
+    /// `--window`, if set.
+    pub window: Option<usize>,
+    /// `--outage-limit-ms`, if set.
+    pub outage_limit: Option<Duration>,
 }
 
 /// One instance of the `server` example.
@@ -145,6 +158,11 @@ impl Node {
         let mut command = Command::new(&config.server);
         if let Some(window) = config.window {
             command.arg("--window").arg(window.to_string());
+        }
+        if let Some(limit) = config.outage_limit {
+            command
+                .arg("--outage-limit-ms")
+                .arg(limit.as_millis().to_string());
         }
         let mut child = command
             .args(["--bind", "127.0.0.1:0"])

@@ -43,7 +43,8 @@
 //! "Redis clients" is then the busiest node's count.
 //!
 //! `failover` and `primary-kill` are skipped on a single Redis, and
-//! `partition` on a cluster. After each
+//! `partition` and `redis-outage` (Redis stopped past the instances'
+//! outage limit, [`RunConfig::outage_limit`]) on a cluster. After each
 //! Redis fault the nemesis waits (at most 20 s) for the cluster to settle.
 //! Replication is asynchronous: a forced failover, or a killed or stopped
 //! primary replaced by its replica, may lose writes the old primary had
@@ -87,6 +88,10 @@ pub enum Backend {
     Cluster,
 }
 
+/// The server's outage limit when `--outage-limit-ms` is not given
+/// (`rmcp_resume_core::shared::DEFAULT_OUTAGE_LIMIT`).
+const DEFAULT_OUTAGE_LIMIT: Duration = Duration::from_secs(30);
+
 /// One run's settings.
 #[derive(Debug, Clone)]
 pub struct RunConfig {
@@ -108,6 +113,10 @@ pub struct RunConfig {
     pub lease: Duration,
     /// `--window` (events each stream keeps), if set.
     pub window: Option<usize>,
+    /// `--outage-limit-ms`, if set (else the server's 30 s): how long an
+    /// owner rides out an unreachable Redis; `redis-outage` faults hold
+    /// Redis stopped past it.
+    pub outage_limit: Option<Duration>,
     /// Beyond the lease, how long a call may take after its nominal end
     /// and after the last fault.
     pub slack: Duration,
@@ -146,6 +155,7 @@ impl RunConfig {
             kinds: FaultKind::ALL.into_iter().collect(),
             lease: Duration::from_millis(1000),
             window: Some(32),
+            outage_limit: None,
             slack: Duration::from_secs(10),
             gap: (Duration::from_millis(300), Duration::from_millis(1500)),
             post_first_percent: 35,
@@ -184,8 +194,11 @@ pub async fn run(config: &RunConfig) -> anyhow::Result<Report> {
         config.server.clone(),
         config.instances,
         config.clients,
-        config.lease,
-        config.window,
+        cluster::Knobs {
+            lease: config.lease,
+            window: config.window,
+            outage_limit: config.outage_limit,
+        },
         config.backend == Backend::Cluster,
         proxies.clone(),
     )
@@ -228,6 +241,7 @@ async fn run_on(
             lease: config.lease,
             gap: config.gap,
             cluster: config.backend == Backend::Cluster,
+            outage_limit: config.outage_limit.unwrap_or(DEFAULT_OUTAGE_LIMIT),
         },
     );
     let mut tasks = Vec::new();

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
 use super::audit::{self, Target};
-use super::cluster::{Node, NodeConfig, RedisProc, signal};
+use super::cluster::{Knobs, Node, NodeConfig, RedisProc, signal};
 use super::control::Control;
 use super::history::{Ms, Recorder};
 use super::net::{Link, RedisLink};
@@ -115,8 +115,7 @@ impl Cluster {
         server: std::path::PathBuf,
         instances: usize,
         clients: usize,
-        lease: Duration,
-        window: Option<usize>,
+        knobs: Knobs,
         redis_cluster: bool,
         ct: CancellationToken,
     ) -> anyhow::Result<Self> {
@@ -144,8 +143,9 @@ impl Cluster {
         let node_config = NodeConfig {
             server,
             redis: target.clone(),
-            lease,
-            window,
+            lease: knobs.lease,
+            window: knobs.window,
+            outage_limit: knobs.outage_limit,
         };
         // On a single Redis each instance reaches it through a proxy of
         // its own, beside Redis's socket (removed with it).
@@ -397,7 +397,7 @@ async fn apply(
             tokio::time::sleep(*hold).await;
             Ok(())
         }
-        Fault::RedisStop { hold } => {
+        Fault::RedisStop { hold } | Fault::RedisOutage { hold } => {
             let pid = cluster.redis_pid()?;
             signal(pid, "STOP")?;
             tokio::time::sleep(*hold).await;

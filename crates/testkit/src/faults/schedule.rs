@@ -33,6 +33,9 @@ pub enum FaultKind {
     /// session's slot, a wait for its replica's promotion, then the killed
     /// node started again (empty) as a replica.
     PrimaryKill,
+    /// Single Redis only: `SIGSTOP` of redis-server past the instances'
+    /// outage limit (while calls are in flight), `SIGCONT` after.
+    RedisOutage,
     /// Single Redis only: one instance cut off from Redis by the proxy
     /// between them, either blackholed (connections kept, nothing crosses)
     /// or cut (connections dropped, new ones refused), sometimes past the
@@ -42,7 +45,7 @@ pub enum FaultKind {
 
 impl FaultKind {
     /// Every kind.
-    pub const ALL: [FaultKind; 9] = [
+    pub const ALL: [FaultKind; 10] = [
         FaultKind::Kill,
         FaultKind::Pause,
         FaultKind::Cut,
@@ -52,6 +55,7 @@ impl FaultKind {
         FaultKind::Failover,
         FaultKind::PrimaryKill,
         FaultKind::Partition,
+        FaultKind::RedisOutage,
     ];
 
     /// Whether it applies to a single Redis (`cluster` false) or to a Redis
@@ -63,7 +67,7 @@ impl FaultKind {
     /// `primary-kill` are skipped on a single Redis.
     pub fn applies_to(self, cluster: bool) -> bool {
         match self {
-            FaultKind::RedisRestart | FaultKind::Partition => !cluster,
+            FaultKind::RedisRestart | FaultKind::Partition | FaultKind::RedisOutage => !cluster,
             FaultKind::Failover | FaultKind::PrimaryKill => cluster,
             _ => true,
         }
@@ -81,6 +85,7 @@ impl FaultKind {
             FaultKind::Failover => "failover",
             FaultKind::PrimaryKill => "primary-kill",
             FaultKind::Partition => "partition",
+            FaultKind::RedisOutage => "redis-outage",
         }
     }
 
@@ -138,6 +143,8 @@ pub enum Fault {
     /// Cluster: kill the primary of the slot `pick` chooses, wait for its
     /// replica's promotion, start it again after `down`.
     PrimaryKill { pick: u64, down: Duration },
+    /// Stop redis-server for `hold`, past the outage limit.
+    RedisOutage { hold: Duration },
     /// Cut instance `slot` off from Redis for `hold`: blackholed
     /// (connections kept, nothing crosses) or cut.
     Partition {
@@ -162,6 +169,7 @@ impl Fault {
             Fault::Failover { .. } => FaultKind::Failover,
             Fault::PrimaryKill { .. } => FaultKind::PrimaryKill,
             Fault::Partition { .. } => FaultKind::Partition,
+            Fault::RedisOutage { .. } => FaultKind::RedisOutage,
         }
     }
 }
@@ -193,6 +201,10 @@ impl fmt::Display for Fault {
             Fault::PrimaryKill { pick, down } => write!(
                 f,
                 "kill -9 the primary of pick {pick:#x}'s slot, promotion, restart after {down:?}"
+            ),
+            Fault::RedisOutage { hold } => write!(
+                f,
+                "SIGSTOP redis-server for {hold:?}, past the outage limit"
             ),
             Fault::Partition {
                 slot,
@@ -234,6 +246,8 @@ pub struct ScheduleConfig {
     /// Whether the log is on a Redis Cluster (see
     /// [`FaultKind::applies_to`]).
     pub cluster: bool,
+    /// The instances' outage limit: `redis-outage` holds Redis past it.
+    pub outage_limit: Duration,
 }
 
 /// A seeded sequence of faults.
@@ -330,6 +344,16 @@ impl Schedule {
                     pick: rng.next_u64(),
                     down: ms(&mut rng, 0, 1500),
                 },
+                FaultKind::RedisOutage => {
+                    let limit = u64::try_from(config.outage_limit.as_millis()).unwrap_or(u64::MAX);
+                    Fault::RedisOutage {
+                        hold: ms(
+                            &mut rng,
+                            limit.saturating_add(500),
+                            limit.saturating_add(2000),
+                        ),
+                    }
+                }
                 // Half within the lease, half past it: the owner must stop
                 // on its own (no renewal) while another takes over.
                 FaultKind::Partition => Fault::Partition {
@@ -361,6 +385,7 @@ mod tests {
             lease: Duration::from_millis(1000),
             gap: (Duration::from_millis(100), Duration::from_millis(900)),
             cluster: false,
+            outage_limit: Duration::from_secs(2),
         }
     }
 
@@ -413,8 +438,8 @@ mod tests {
     #[test]
     fn every_kind_switched_on_is_dealt_its_share() {
         let mut cfg = config(&FaultKind::ALL);
-        // Seven kinds apply to a single Redis.
-        cfg.faults = 14;
+        // Eight kinds apply to a single Redis.
+        cfg.faults = 16;
         let single = Schedule::generate(9, &cfg);
         for kind in FaultKind::ALL.into_iter().filter(|k| k.applies_to(false)) {
             let n = single
@@ -422,7 +447,7 @@ mod tests {
                 .iter()
                 .filter(|p| p.fault.kind() == kind)
                 .count();
-            assert!(n >= 2, "{kind}: {n} of 14");
+            assert!(n >= 2, "{kind}: {n} of 16");
         }
     }
 
@@ -454,7 +479,7 @@ mod tests {
                 .into_iter()
                 .collect())
         );
-        assert_eq!(FaultKind::parse_list("all").map(|k| k.len()), Ok(9));
+        assert_eq!(FaultKind::parse_list("all").map(|k| k.len()), Ok(10));
         assert!(FaultKind::parse_list("nope").is_err());
     }
 }
