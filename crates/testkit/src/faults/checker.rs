@@ -543,11 +543,12 @@ fn instance_lost(code: i64, message: &str) -> bool {
 pub fn check(history: &History, faults: &[Applied], bounds: Bounds) -> Vec<Anomaly> {
     let mut anomalies = Vec::new();
     let deleted = deletes(history);
+    let sent = delete_sent(history);
     for chain in &history.chains {
         let entries: Vec<&Entry> = history.of_chain(chain.id).collect();
-        let deleted = deleted.get(chain.session.as_str()).copied();
-        check_chain(chain, &entries, faults, bounds, deleted, &mut anomalies);
-        if let Some(deleted) = deleted {
+        let sent = sent.get(chain.session.as_str()).copied();
+        check_chain(chain, &entries, faults, bounds, sent, &mut anomalies);
+        if let Some(deleted) = deleted.get(chain.session.as_str()).copied() {
             stopped(chain, &entries, deleted, bounds, &mut anomalies);
         }
     }
@@ -568,6 +569,20 @@ pub fn deletes(history: &History) -> std::collections::HashMap<&str, Ms> {
             && (200..300).contains(status)
         {
             out.entry(session.as_str()).or_insert(entry.t);
+        }
+    }
+    out
+}
+
+/// When the first `DELETE` of each session left the client, answered or
+/// not: from then on the session may be gone from Redis by the client's
+/// own doing.
+fn delete_sent(history: &History) -> std::collections::HashMap<&str, Ms> {
+    let mut out = std::collections::HashMap::new();
+    for entry in &history.entries {
+        if let Step::Delete { session, sent, .. } = &entry.step {
+            let first = out.entry(session.as_str()).or_insert(*sent);
+            *first = (*first).min(*sent);
         }
     }
     out
@@ -641,7 +656,8 @@ fn check_chain(
     entries: &[&Entry],
     faults: &[Applied],
     bounds: Bounds,
-    deleted: Option<Ms>,
+    // When the client's first DELETE of the session left, if it did.
+    delete_sent: Option<Ms>,
     out: &mut Vec<Anomaly>,
 ) {
     let at = |k: usize| At {
@@ -736,7 +752,7 @@ fn check_chain(
                             &chain.session,
                             chain.session_started,
                             entry.t,
-                        ) && deleted.is_none_or(|d| d > entry.t) =>
+                        ) && delete_sent.is_none_or(|d| d > entry.t) =>
                     {
                         out.push(Anomaly::SessionLost {
                             at: at(k),
@@ -967,10 +983,19 @@ const FRESH_READ: Ms = 10_000;
 /// most Redis's.
 pub fn audits(history: &History, faults: &[Applied]) -> Vec<Anomaly> {
     let mut out = Vec::new();
+    let deleted = delete_sent(history);
     for observation in &history.audits {
         let Some(chain) = history.chains.get(observation.question.chain() as usize) else {
             continue;
         };
+        // Read after the client's own DELETE may have landed: nothing to
+        // expect of Redis.
+        if deleted
+            .get(observation.session.as_str())
+            .is_some_and(|sent| *sent <= observation.answered)
+        {
+            continue;
+        }
         let excused = lost_between(
             faults,
             &observation.session,
@@ -2193,6 +2218,7 @@ mod tests {
                     chain: None,
                     step: Step::Delete {
                         session: "s".to_owned(),
+                        sent: 95,
                         slot: 2,
                         status: Some(200),
                         body: String::new(),

@@ -633,6 +633,7 @@ impl Client {
         for _ in 0..3 {
             slot = self.next_slot(Some(slot));
             let url = self.cfg.urls[slot].clone();
+            let at = self.rec.now();
             let sent = send(self.http.delete(&url), Some(&session.id)).await;
             let (status, body) = match sent {
                 Err(error) => {
@@ -646,6 +647,7 @@ impl Client {
                 None,
                 Step::Delete {
                     session: session.id.clone(),
+                    sent: at,
                     slot,
                     status,
                     body,

@@ -131,9 +131,11 @@ pub enum Step {
     /// The chain ended.
     End { outcome: Outcome },
     /// The client deleted `session` (`DELETE`) through instance `slot`,
-    /// usually not its owner (`status` `None`: a transport error).
+    /// usually not its owner (`status` `None`: a transport error); the
+    /// request left at `sent`, the step is recorded when it was answered.
     Delete {
         session: String,
+        sent: Ms,
         slot: usize,
         status: Option<u16>,
         body: String,
@@ -464,12 +466,13 @@ impl fmt::Display for Entry {
             Step::End { outcome } => write!(f, " END {outcome:?}"),
             Step::Delete {
                 session,
+                sent,
                 slot,
                 status,
                 body,
             } => write!(
                 f,
-                " DELETE {session} @{slot} -> {status:?} {}",
+                " DELETE {session} @{slot} (sent at {sent} ms) -> {status:?} {}",
                 short(body, 120)
             ),
         }
