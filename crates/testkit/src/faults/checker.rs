@@ -142,6 +142,10 @@ pub enum Anomaly {
         retry_after: bool,
         body: String,
     },
+    /// (3) A call's `POST` failed before any response (the client cannot
+    /// tell whether the tool ran) with no fault of that instance or link
+    /// under way to explain it.
+    UnexplainedDrop { at: At, why: String },
     /// (4) An event Redis did not hold when the live audit read it, after
     /// the client had received it: sent before it was committed.
     Early {
@@ -206,6 +210,7 @@ impl Anomaly {
             Anomaly::Empty200 { .. } => "empty-200",
             Anomaly::UnexplainedError { .. } => "unexplained-error",
             Anomaly::UnexplainedUnavailable { .. } => "unexplained-unavailable",
+            Anomaly::UnexplainedDrop { .. } => "unexplained-drop",
             Anomaly::Early { .. } => "early",
             Anomaly::FloorDisagrees { .. } => "floor-disagrees",
             Anomaly::NotStopped { .. } => "not-stopped",
@@ -234,6 +239,7 @@ impl Anomaly {
             | Anomaly::Empty200 { at, .. }
             | Anomaly::UnexplainedError { at, .. }
             | Anomaly::UnexplainedUnavailable { at, .. }
+            | Anomaly::UnexplainedDrop { at, .. }
             | Anomaly::Early { at, .. }
             | Anomaly::FloorDisagrees { at, .. }
             | Anomaly::NotStopped { at, .. } => Some(at),
@@ -322,6 +328,10 @@ impl fmt::Display for Anomaly {
                 f,
                 "the call ended refused with {status} (Retry-After: {}), which no fault during the call explains: {body}",
                 if *retry_after { "yes" } else { "none" }
+            )?,
+            Anomaly::UnexplainedDrop { why, .. } => write!(
+                f,
+                "the POST failed before any response ({why}), no fault of its instance or link to explain it"
             )?,
             Anomaly::Early {
                 key,
@@ -685,6 +695,8 @@ fn check_chain(
     let mut ended = false;
     let mut post: Option<PostOpen> = None;
     let mut last_refusal: Option<Option<String>> = None;
+    // The instance the last connection tried, and when it failed.
+    let mut last_open: Option<(usize, Ms)> = None;
     for (k, entry) in entries.iter().enumerate() {
         match &entry.step {
             Step::Open {
@@ -709,6 +721,7 @@ fn check_chain(
                 if status.is_some_and(|s| s >= 500) {
                     last_refusal = Some(retry_after.clone());
                 }
+                last_open = Some((*slot, entry.t));
                 current = None;
                 first_on_conn = true;
                 sent = match via {
@@ -867,6 +880,7 @@ fn check_chain(
                     entry,
                     outcome,
                     retry_after: last_refusal.clone().flatten(),
+                    last_open,
                 };
                 end_of_chain(chain, &ending, faults, bounds, || at(k), out);
             }
@@ -892,11 +906,13 @@ fn check_chain(
     }
 }
 
-/// How a chain ended, with the last 5xx's `Retry-After`.
+/// How a chain ended, with the last 5xx's `Retry-After` and the instance
+/// its last connection tried (and when).
 struct Ending<'a> {
     entry: &'a Entry,
     outcome: &'a Outcome,
     retry_after: Option<String>,
+    last_open: Option<(usize, Ms)>,
 }
 
 fn end_of_chain(
@@ -948,12 +964,19 @@ fn end_of_chain(
                 });
             }
         }
+        Outcome::Unconfirmed { why } => {
+            let explained = ending.last_open.is_some_and(|(slot, failed)| {
+                broke_link(faults, slot, chain.client, chain.started, failed + 1)
+            });
+            if !explained {
+                out.push(Anomaly::UnexplainedDrop {
+                    at: at(),
+                    why: why.clone(),
+                });
+            }
+        }
         // Judged where its connection ended (an empty 200).
-        Outcome::Empty { .. }
-        | Outcome::Result
-        | Outcome::Refused { .. }
-        | Outcome::Unconfirmed { .. }
-        | Outcome::Closed => {}
+        Outcome::Empty { .. } | Outcome::Result | Outcome::Refused { .. } | Outcome::Closed => {}
     }
     if !matches!(
         outcome,
@@ -1699,6 +1722,46 @@ mod tests {
             found(&empty("silent too long"), &[partition]),
             vec!["empty-200"]
         );
+    }
+
+    #[test]
+    fn a_post_that_fails_before_any_response_needs_a_fault_of_its_link() {
+        let dropped = timed(
+            "s",
+            count_to(),
+            vec![
+                (
+                    300,
+                    Step::Open {
+                        conn: 1,
+                        slot: 1,
+                        via: Via::Post,
+                        status: None,
+                        body: Some("connection closed".to_owned()),
+                        retry_after: None,
+                    },
+                ),
+                (
+                    300,
+                    end(Outcome::Unconfirmed {
+                        why: "connection closed".to_owned(),
+                    }),
+                ),
+            ],
+        );
+        let kill = |slot| {
+            fault(
+                Fault::Kill {
+                    slot,
+                    down: Duration::ZERO,
+                },
+                100,
+                400,
+            )
+        };
+        assert_eq!(found(&dropped, &[kill(1)]), Vec::<&str>::new());
+        assert_eq!(found(&dropped, &[kill(0)]), vec!["unexplained-drop"]);
+        assert_eq!(found(&dropped, &[]), vec!["unexplained-drop"]);
     }
 
     #[test]
