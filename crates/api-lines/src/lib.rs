@@ -23,6 +23,10 @@
 // The probes are application code, written as upstream lets applications
 // write it; style lints about that code say nothing of the API.
 #![allow(dead_code, clippy::all)]
+// Compiled only as its test: the probes prove something by compiling, and
+// building them once (not also as a library, and for rustdoc) keeps the
+// check's share of `bash .ci/test` small.
+#![cfg(test)]
 
 /// Compiles a line's probe files against upstream (`$up`) and against the
 /// overlay (`$fork`); `$http` is the reqwest that line's upstream is built on.
