@@ -34,6 +34,8 @@ crate::line::with_transport_alias! {
         /// A transport that does the worker's job without its queues: the
         /// streamable-HTTP client built by its constructors. Boxed, because
         /// its type names the client, which `W` does not expose.
+        // Only the streamable-HTTP client builds one.
+        #[cfg_attr(not(feature = "transport-streamable-http-client"), allow(dead_code))]
         Direct {
             transport: Box<dyn ErasedTransport<W::Role, W::Error>>,
             ct: CancellationToken,
@@ -69,6 +71,7 @@ crate::line::with_transport_alias! {
 
         /// A transport that stands for a worker of type `W` and stops when
         /// `ct` is cancelled (or this is dropped).
+        #[cfg_attr(not(feature = "transport-streamable-http-client"), allow(dead_code))]
         pub(crate) fn direct<T>(transport: T, ct: CancellationToken) -> Self
         where
             T: Transport<W::Role, Error = W::Error> + Sync + 'static,
