@@ -17,7 +17,7 @@
 //! | Renewal answer | Live when the answer came back | Then |
 //! |---|---|---|
 //! | owned at this epoch | either | the lease is live until the send time plus the lease |
-//! | seeded again | yes | confirmed, then the open calls are registered again |
+//! | seeded again | yes | confirmed (every renewal confirms until one is answered), then the open calls are registered again |
 //! | seeded again | no | not confirmed: nobody continues it; this owner stops ([`SharedLogError::Lapsed`]) |
 //! | anything else | either | fenced: this owner stops |
 
@@ -46,6 +46,10 @@ pub(super) struct Holder {
     open: Mutex<HashMap<u64, String>>,
     /// Seeded, and the open calls not registered again yet.
     reopen: AtomicBool,
+    /// Seeded in time, and the confirmation not answered yet: every renewal
+    /// confirms until one is (an answer lost to a blip must not leave the
+    /// seeding provisional for good).
+    confirming: AtomicBool,
     /// How long a renewal keeps the lease live, by this owner's clock.
     lease: Duration,
     /// Until when the lease is live by this owner's clock.
@@ -75,6 +79,7 @@ impl Holder {
             standalone: AtomicU64::new(0),
             open: Mutex::new(HashMap::new()),
             reopen: AtomicBool::new(false),
+            confirming: AtomicBool::new(false),
             lease,
             live_until: Mutex::new(sent + lease),
         }
@@ -161,17 +166,24 @@ impl Holder {
             lowest_stream: self.end.load(Ordering::Acquire),
             standalone_head: self.standalone.load(Ordering::Acquire),
             live,
-            confirm: false,
+            confirm: self.confirming.load(Ordering::Acquire),
             open_calls,
         };
         match self.shared.renew(&self.session, renewal.clone()).await? {
-            Ownership::Owned { epoch } if epoch == self.epoch => self.renewed(sent),
+            Ownership::Owned { epoch } if epoch == self.epoch => {
+                if renewal.confirm {
+                    self.confirming.store(false, Ordering::Release);
+                }
+                self.renewed(sent);
+            }
             Ownership::Seeded { epoch } if epoch == self.epoch => {
                 // The seeding is this owner's history only if nobody could
                 // have taken the session before the backend wrote it.
                 if !self.is_live() {
                     return Err(SharedLogError::Lapsed);
                 }
+                self.confirming.store(true, Ordering::Release);
+                self.reopen.store(true, Ordering::Release);
                 let confirm = Renewal {
                     confirm: true,
                     open_calls: None,
@@ -181,8 +193,8 @@ impl Holder {
                     Ownership::Owned { epoch } if epoch == self.epoch => {}
                     _ => return Err(SharedLogError::Fenced { current: 0 }),
                 }
+                self.confirming.store(false, Ordering::Release);
                 self.renewed(sent);
-                self.reopen.store(true, Ordering::Release);
             }
             Ownership::Owned { epoch: current } | Ownership::Seeded { epoch: current } => {
                 return Err(SharedLogError::Fenced { current });

@@ -317,6 +317,15 @@ impl Task {
                     Ok(None) | Err(_) => break,
                 }
             }
+            // The batch's calls count as open from now on: a renewal during
+            // or right after its commit names them, so that the reconcile
+            // never ends a call this batch opens. Naming one Redis does not
+            // hold yet is harmless.
+            for pending in &batch {
+                if let MirrorOp::Open { stream, request_id } = &pending.op {
+                    self.0.opened(*stream, request_id);
+                }
+            }
             let dropped = match self.commit(&mut batch).await {
                 Ok(dropped) => dropped,
                 Err(error) => {
@@ -327,9 +336,6 @@ impl Task {
                 }
             };
             for pending in batch.drain(..) {
-                if let MirrorOp::Open { stream, request_id } = &pending.op {
-                    self.0.opened(*stream, request_id);
-                }
                 if let Some((gate, mark)) = pending.gate {
                     // An event the log dropped (its stream was answered) is
                     // not committed: its reader ends rather than send it.

@@ -9,7 +9,8 @@
 --   'f', stream, '', ''                                 the call is answered
 -- Returns {-4, 0, 0, 0} when the session was deleted, {-3, 0, 0, 0} when
 -- Redis no longer knows it (lost data: the owner seeds it again),
--- {-1, current epoch, 0, 0} when fenced, {-5, stream, index, 0} when an
+-- {-1, current epoch, 0, 0} when fenced (a higher epoch took over; a lower
+-- one means Redis lost this owner's writes: {-3, ...}), {-5, stream, index, 0} when an
 -- index this batch writes holds another epoch's event (the histories
 -- diverged: nothing is written), else {0, index of the last append
 -- (or -1), holes found, then the stream of each append dropped because its
@@ -41,8 +42,14 @@ local current = tonumber(guard[2] or '0')
 if current == 0 then
   return {-3, 0, 0, 0}
 end
-if current ~= tonumber(ARGV[2]) then
+if current > tonumber(ARGV[2]) then
   return {-1, current, 0, 0}
+end
+if current < tonumber(ARGV[2]) then
+  -- Redis holds a lower epoch than this owner's: it lost the owner's
+  -- writes (and a stale owner may have seeded since). The owner renews,
+  -- and the higher epoch wins.
+  return {-3, 0, 0, 0}
 end
 local packed_events = 16
 -- A quick call alone in its batch (its events from the stream's first

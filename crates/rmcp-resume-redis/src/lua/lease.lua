@@ -193,5 +193,16 @@ else
   redis.call('SET', KEYS[1], string.format('%d', epoch), 'PX', ttl)
   hold(epoch)
 end
+if current > 0 then
+  -- A takeover numbers its calls from its epoch on: should a failover
+  -- lose an earlier takeover, whose numbers started at a lower epoch, the
+  -- counter Redis kept cannot hand one of them out again. (Epochs are
+  -- microseconds apart; an owner would need a million calls a second to
+  -- run into its successor's numbers.)
+  local next = base .. 'next'
+  if tonumber(redis.call('GET', next) or '0') < epoch then
+    redis.call('SET', next, string.format('%d', epoch), 'PX', ttl)
+  end
+end
 local ended = end_open_calls(epoch)
 return {2, epoch, ended}

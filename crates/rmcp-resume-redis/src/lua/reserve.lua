@@ -3,7 +3,8 @@
 -- KEYS[1] the session's epoch key (it names the slot)
 -- ARGV: base, epoch, count, session ttl (ms), lowest first number (the
 --       owner's numbers so far: after Redis lost data, never one again)
--- Returns {-4, 0} deleted, {-3, 0} unknown to Redis (lost data),
+-- Returns {-4, 0} deleted, {-3, 0} unknown to Redis or at a lower epoch
+-- (lost data),
 -- {-1, current epoch} when fenced, else {first number, epoch}.
 if redis.call('EXISTS', ARGV[1] .. 'gone') == 1 then
   return {-4, 0}
@@ -12,8 +13,12 @@ local current = tonumber(redis.call('GET', KEYS[1]) or '0')
 if current == 0 then
   return {-3, 0}
 end
-if current ~= tonumber(ARGV[2]) then
+if current > tonumber(ARGV[2]) then
   return {-1, current}
+end
+if current < tonumber(ARGV[2]) then
+  -- A lower epoch: Redis lost this owner's writes; it renews, and wins.
+  return {-3, 0}
 end
 local next = ARGV[1] .. 'next'
 local lowest = tonumber(ARGV[5] or '0')

@@ -571,7 +571,9 @@ async fn each_periodic_renewal_names_the_open_calls_and_no_other_renewal_does() 
     assert_eq!(periodic.open_calls, Some(vec![100]), "{periodic:?}");
     // A renewal the worker makes (a call admitted past the lease) does not
     // know what the task is committing, so it names nothing.
-    fake.script().renew_answers.extend([Renewed::Unreachable; 10]);
+    fake.script()
+        .renew_answers
+        .extend([Renewed::Unreachable; 10]);
     tokio::time::sleep(Duration::from_millis(3000)).await;
     let _ = mirror.next_stream().await;
     let sent = fake.script().sent.clone();
