@@ -631,3 +631,76 @@ async fn a_seeding_whose_confirmation_was_lost_is_confirmed_later() {
         ended.is_ok(),
     );
 }
+
+/// Finding 7 (an idle owner gives its sessions up after a Redis restart
+/// shorter than its lease). Renewals come every lease/3 and a failed one is
+/// not retried before the next period; the owner's own lease is 0.9 lease
+/// from its last successful renewal. A restart without persistence that
+/// spans two renewal ticks (here 2 s, lease 3 s: Redis is back while the
+/// owner's lease is live for another half second) leaves the next renewal
+/// outside the owner's lease: it goes as not live, Redis (empty) refuses to
+/// seed, and the owner stops (`Lapsed`). Every idle session of every
+/// instance is lost (`404`), where before the fix the renewal seeded it;
+/// a busy one survives only because a commit in the window renews at once.
+/// With the default 10 s lease, an outage from 3.4 s (aligned) to 9 s
+/// does it: "an owner cut off past its lease" (docs/redis.md) in practice
+/// means past a third of it.
+#[tokio::test]
+#[ignore = "finding 7: a Redis restart shorter than the lease makes an idle owner give its session up"]
+async fn an_idle_owner_keeps_its_session_through_a_restart_shorter_than_its_lease() {
+    let mut server = RedisServer::start();
+    let mut cfg = config();
+    cfg.lease = Duration::from_secs(3);
+    let log = connect(&server, cfg).await;
+    let shared: Arc<dyn SharedLog> = Arc::new(RedisShared::new(log.clone(), "a"));
+    let mirror = match Mirror::start(shared, "s".into(), true).await {
+        Ok(Ok(mirror)) => mirror,
+        other => panic!("start: {other:?}"),
+    };
+    let started = std::time::Instant::now();
+    // Just after the first periodic renewal (1 s in), Redis dies; it comes
+    // back empty 2 s later, 0.55 s before the owner's own lease ends.
+    tokio::time::sleep(Duration::from_millis(1150)).await;
+    server.kill();
+    tokio::time::sleep(Duration::from_millis(2000)).await;
+    server.restart();
+    let back = started.elapsed();
+    tokio::time::sleep(Duration::from_millis(3000)).await;
+    let epoch: Option<String> = redis::cmd("GET")
+        .arg("t:{s}:epoch")
+        .query_async(&mut raw(&server).await)
+        .await
+        .expect("GET");
+    assert!(
+        !mirror.lost().is_cancelled() && epoch.is_some(),
+        "Redis was away 2 s (back at {back:?}, lease 3 s): the idle owner gave the session up \
+         (lost: {}), Redis holds {epoch:?}",
+        mirror.lost().is_cancelled(),
+    );
+}
+
+/// What held (finding 7's control): the same restart within one renewal
+/// period (0.5 s) is survived: the next renewal, still live, seeds.
+#[tokio::test]
+async fn an_idle_owner_keeps_its_session_through_a_restart_within_one_period() {
+    let mut server = RedisServer::start();
+    let mut cfg = config();
+    cfg.lease = Duration::from_secs(3);
+    let log = connect(&server, cfg).await;
+    let shared: Arc<dyn SharedLog> = Arc::new(RedisShared::new(log.clone(), "a"));
+    let mirror = match Mirror::start(shared, "s".into(), true).await {
+        Ok(Ok(mirror)) => mirror,
+        other => panic!("start: {other:?}"),
+    };
+    tokio::time::sleep(Duration::from_millis(1150)).await;
+    server.kill();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    server.restart();
+    tokio::time::sleep(Duration::from_millis(3000)).await;
+    let epoch: Option<String> = redis::cmd("GET")
+        .arg("t:{s}:epoch")
+        .query_async(&mut raw(&server).await)
+        .await
+        .expect("GET");
+    assert!(!mirror.lost().is_cancelled() && epoch.is_some(), "{epoch:?}");
+}
