@@ -702,7 +702,10 @@ async fn an_idle_owner_keeps_its_session_through_a_restart_within_one_period() {
         .query_async(&mut raw(&server).await)
         .await
         .expect("GET");
-    assert!(!mirror.lost().is_cancelled() && epoch.is_some(), "{epoch:?}");
+    assert!(
+        !mirror.lost().is_cancelled() && epoch.is_some(),
+        "{epoch:?}"
+    );
 }
 
 /// Finding 8 (a tail on a seeding nobody will confirm). The owner seeds a
@@ -736,12 +739,21 @@ async fn a_tail_on_a_seeding_nobody_confirms_ends_within_a_few_leases() {
     assert!(matches!(seeded, LeaseOutcome::Seeded(_)), "{seeded:?}");
     // Before its confirmation, the owner's mirror commits a call's opening.
     let m = session.open_request(lease_a, "7").await.expect("open");
-    commit_at(&session, lease_a, StreamId::Request(m), 0, "{\"progress\":1}")
-        .await
-        .expect("progress");
+    commit_at(
+        &session,
+        lease_a,
+        StreamId::Request(m),
+        0,
+        "{\"progress\":1}",
+    )
+    .await
+    .expect("progress");
     // The owner dies; its lease runs out.
     expire_lease(&server, "t:{s}:lease").await;
-    let mut tail = Box::pin(log.session("s").tail(StreamId::Request(m), 1, Some("b".to_owned())));
+    let mut tail = Box::pin(
+        log.session("s")
+            .tail(StreamId::Request(m), 1, Some("b".to_owned())),
+    );
     let ended = tokio::time::timeout(Duration::from_secs(5), tail.next()).await;
     let ttl: i64 = redis::cmd("PTTL")
         .arg(format!("t:{{s}}:x:{m}"))
