@@ -315,7 +315,7 @@ async fn run_on(
         slack: config.slack,
     };
     let mut anomalies = checker::check(&history, &applied, bounds);
-    anomalies.extend(checker::commits(&history, &applied, &cluster.target).await?);
+    anomalies.extend(checker::commits(&history, &applied, &cluster.target, rec.now()).await?);
     let takeovers = checker::takeovers(&history);
     anomalies.extend(checker::coverage(
         &history,
