@@ -199,11 +199,11 @@ impl LocalSessionManager {
             crate::transport::resumption::StreamLookup::Found(view) => view.head,
             _ => 1,
         };
+        mirror.standalone_from(head);
         Ok(Some((mirror, head)))
     }
 
     /// Whether resumes are answered from an event store.
-        mirror.standalone_from(head);
     #[cfg(not(feature = "local"))]
     pub(crate) fn has_event_store(&self) -> bool {
         self.event_store.is_set()
