@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rmcp_resume_redis::{RedisLog, RedisLogConfig, RedisShared};
-use rmcp_resume_testkit::raw::{RawSession, SseReader};
+use rmcp_resume_testkit::raw::RawSession;
 use rmcp_resume_testkit::redis::RedisServer;
 use serde_json::json;
 
@@ -20,7 +20,6 @@ use serde_json::json;
 /// the stream ends at the outage limit with no event: the review's D2,
 /// unchanged on three of the six lines.
 #[tokio::test]
-#[ignore = "finding 5: on 0.15-0.17 a POST on the owner with Redis stopped is still an empty 200"]
 async fn on_0_17_a_post_with_redis_stopped_is_a_503_never_an_empty_200() -> anyhow::Result<()> {
     use rmcp_resume_testkit_0_17::raw::{RawSession, SseReader};
     use rmcp_resume_testkit_0_17::{Side, TestServer};
@@ -138,7 +137,6 @@ async fn head_wait_0_17(shared: bool, quiet: Duration) -> anyhow::Result<Option<
 /// the client has no event id to resume from: a call lost that used to
 /// survive.
 #[tokio::test]
-#[ignore = "finding 6: with sse_retry off, a POST's head and keep-alives are held until the tool's first message"]
 async fn a_quiet_call_gets_its_head_and_keep_alives_as_without_a_shared_log() -> anyhow::Result<()>
 {
     let quiet = Duration::from_secs(6);

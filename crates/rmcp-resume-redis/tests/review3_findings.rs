@@ -646,7 +646,6 @@ async fn a_seeding_whose_confirmation_was_lost_is_confirmed_later() {
 /// does it: "an owner cut off past its lease" (docs/redis.md) in practice
 /// means past a third of it.
 #[tokio::test]
-#[ignore = "finding 7: a Redis restart shorter than the lease makes an idle owner give its session up"]
 async fn an_idle_owner_keeps_its_session_through_a_restart_shorter_than_its_lease() {
     let mut server = RedisServer::start();
     let mut cfg = config();
@@ -718,7 +717,6 @@ async fn an_idle_owner_keeps_its_session_through_a_restart_within_one_period() {
 /// D5's promise is an end within a lease. The window is narrow (a crash
 /// within a round trip of the seeding), the wait long.
 #[tokio::test]
-#[ignore = "finding 8: a resume of a call opened on a never-confirmed seeding tails until the session TTL"]
 async fn a_tail_on_a_seeding_nobody_confirms_ends_within_a_few_leases() {
     use futures::StreamExt;
     let server = RedisServer::start();

@@ -21,7 +21,7 @@
 //! | renewal: owned at this epoch | carries on (a lapsed lease is taken again only if nobody took it and this owner still holds it) |
 //! | renewal: seeded again | confirms it if the lease was live when the answer came, and registers the open calls again; else stops |
 //! | renewal: Redis holds a call open that this owner answered (its answer lost in a failover) | the backend ends it with the terminal error: its readers stop waiting |
-//! | renewal: unreachable | carries on, until renewals have failed for the outage limit (an idle owner gives up too) |
+//! | renewal: unreachable | carries on, trying again after 50 ms doubling to 1 s (so that it renews while its lease is live), until renewals have failed for the outage limit (an idle owner gives up too) |
 //! | renewal: anything else | stops |
 //!
 //! A batch of control frames alone (a call's priming event, its opening)
@@ -56,6 +56,8 @@ const MAX_PAUSE: Duration = Duration::from_secs(1);
 pub const RESERVE: u64 = 64;
 /// How long a batch of control frames alone waits for a message.
 const LINGER: Duration = Duration::from_millis(5);
+/// The first pause before a failed renewal is tried again.
+const RETRY_FIRST: Duration = Duration::from_millis(50);
 
 /// One write, and the gate it opens once committed.
 #[derive(Debug)]
@@ -140,7 +142,7 @@ impl Mirror {
 
     /// A view of this owner's lease, for admitting calls.
     pub fn lease(&self) -> LeaseWatch {
-        LeaseWatch(self.holder.clone())
+        LeaseWatch(self.holder.clone(), self.lost.clone())
     }
 
     /// The next request stream number, reserving more when the block is
@@ -249,13 +251,20 @@ fn drain(writes: &mut mpsc::UnboundedReceiver<Pending>, batch: &mut Vec<Pending>
 /// Whether an owner's lease is live by its own clock (see
 /// [`Mirror::lease`]). Cheap to clone.
 #[derive(Clone)]
-pub struct LeaseWatch(Arc<Holder>);
+pub struct LeaseWatch(Arc<Holder>, CancellationToken);
 
 impl LeaseWatch {
     /// Whether this instance may admit a new call: its lease is live by
-    /// its own clock. Once it is not, another instance may own the session.
+    /// its own clock, and it has not given the session up. Once it is not,
+    /// another instance may own the session.
     pub fn is_live(&self) -> bool {
-        self.0.is_live()
+        !self.is_lost() && self.0.is_live()
+    }
+
+    /// Whether this instance gave the session up (fenced, deleted,
+    /// unreachable past the outage limit): its worker is stopping.
+    pub fn is_lost(&self) -> bool {
+        self.1.is_cancelled()
     }
 }
 
@@ -289,6 +298,7 @@ impl Task {
         // The lease was just taken: the first renewal is one period away.
         let mut renew = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
         renew.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut retry = RETRY_FIRST;
         let outcome = loop {
             let first = tokio::select! {
                 write = writes.recv() => match write {
@@ -296,7 +306,19 @@ impl Task {
                     None => break Ok(()),
                 },
                 _ = renew.tick() => match self.renew().await {
-                    Ok(()) => continue,
+                    Ok(true) => {
+                        retry = RETRY_FIRST;
+                        continue;
+                    }
+                    // A failed renewal is tried again soon, pausing 50 ms
+                    // doubling to 1 s: an owner must renew while its lease is
+                    // still live by its own clock, or it may never seed a
+                    // session Redis lost in the meantime.
+                    Ok(false) => {
+                        renew.reset_at(tokio::time::Instant::now() + retry.min(every));
+                        retry = (retry * 2).min(MAX_PAUSE);
+                        continue;
+                    }
                     Err(error) => break Err(error),
                 },
             };
@@ -389,12 +411,13 @@ impl Task {
         }
     }
 
-    /// Keeps the lease: `Err` when this instance may no longer write.
-    async fn renew(&self) -> Result<(), SharedLogError> {
+    /// Keeps the lease: `Err` when this instance may no longer write, else
+    /// whether the renewal went through.
+    async fn renew(&self) -> Result<bool, SharedLogError> {
         match self.0.keep(true).await {
             Ok(()) => {
                 *self.failing_since() = None;
-                Ok(())
+                Ok(true)
             }
             Err(error) if terminal(&error) => Err(error),
             // The backend away for a moment: the next renewal or commit
@@ -407,7 +430,7 @@ impl Task {
                     return Err(error);
                 }
                 tracing::debug!(session_id = %self.0.session, %error, "lease renewal failed");
-                Ok(())
+                Ok(false)
             }
         }
     }

@@ -158,6 +158,9 @@ if mode == 'renew' then
   end
   if current == held then
     hold(held)
+    if ARGV[12] == '1' then
+      redis.call('DEL', seeding)
+    end
     refresh()
     return {1, held, 0}
   end
@@ -176,8 +179,13 @@ if mode ~= 'create' and current == 0 then
   return {3, 0, 0}
 end
 if redis.call('EXISTS', seeding) == 1 then
-  -- Seeded after a loss and never confirmed: nobody vouches for what it
-  -- holds, so nobody continues it.
+  -- Seeded after a loss and never confirmed, and its owner's lease ran
+  -- out: nobody vouches for what it holds, so nobody continues it. A
+  -- reader's fence still ends the calls it had open, so that their
+  -- readers stop waiting.
+  if mode == 'fence' then
+    end_open_calls(current)
+  end
   return {3, 0, 0}
 end
 if mode == 'fence' and redis.call('EXISTS', base .. 'open') == 0 then

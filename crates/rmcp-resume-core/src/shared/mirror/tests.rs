@@ -41,6 +41,8 @@ struct Script {
     lease: Option<Duration>,
     /// The first number the next reservation answers.
     reserve_first: Option<u64>,
+    /// Every renewal sent before this moment finds the backend unreachable.
+    unreachable_until: Option<tokio::time::Instant>,
     commits: Vec<Vec<MirrorOp>>,
     renewals: Vec<u64>,
     /// The backend lost the session: the next renewal seeds it.
@@ -96,7 +98,16 @@ impl SharedLog for Fake {
             script.renewals.push(lowest_stream);
         }
         let delay = script.renew_delay;
-        let answer = match script.renew_answers.pop_front() {
+        let cut = script
+            .unreachable_until
+            .is_some_and(|until| tokio::time::Instant::now() < until);
+        let next = if cut {
+            None
+        } else {
+            script.renew_answers.pop_front()
+        };
+        let answer = match next {
+            _ if cut => Err(unreachable()),
             Some(Renewed::Seeded) => Ok(Ownership::Seeded { epoch }),
             Some(Renewed::HeldElsewhere) => Ok(Ownership::HeldElsewhere),
             Some(Renewed::Unreachable) => Err(unreachable()),
@@ -327,7 +338,7 @@ async fn a_seeding_renewal_registers_the_open_calls_again() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn open_calls_not_registered_after_a_seeding_are_registered_at_the_next_renewal() {
+async fn open_calls_not_registered_after_a_seeding_are_registered_at_the_next_try() {
     let fake = Fake::default();
     let mirror = mirror(&fake).await;
     let gate = Gate::new(0);
@@ -343,9 +354,10 @@ async fn open_calls_not_registered_after_a_seeding_are_registered_at_the_next_re
         // The registration right after the seeding fails.
         script.answers.push_back(Answer::Unreachable);
     }
-    tokio::time::sleep(Duration::from_secs(3601)).await;
     let before = fake.script().commits.len();
-    tokio::time::sleep(Duration::from_secs(3600)).await;
+    // The seeding renewal comes a period on; the failed renewal is tried
+    // again within a second, not a period later.
+    tokio::time::sleep(Duration::from_secs(3601)).await;
     let script = fake.script();
     assert_eq!(script.commits.len(), before + 1, "{:?}", script.commits);
     assert_eq!(
@@ -406,13 +418,13 @@ fn leased(lease: Duration) -> Fake {
 async fn a_lapsed_owner_commits_nothing_until_a_renewal_says_it_holds_the_lease() {
     let fake = leased(Duration::from_secs(6));
     let mirror = mirror(&fake).await;
-    // Both periodic renewals fail (a cut to the backend), then the backend
-    // is back but says another instance holds the lease.
-    fake.script().renew_answers.extend([
-        Renewed::Unreachable,
-        Renewed::Unreachable,
-        Renewed::HeldElsewhere,
-    ]);
+    // Every renewal fails (a cut to the backend) until past the lease,
+    // then the backend is back but says another instance holds the lease.
+    {
+        let mut script = fake.script();
+        script.unreachable_until = Some(tokio::time::Instant::now() + Duration::from_millis(5500));
+        script.renew_answers.push_back(Renewed::HeldElsewhere);
+    }
     // Past the lease by the owner's clock (5.4 s: a tenth less than 6).
     tokio::time::sleep(Duration::from_millis(5500)).await;
     let gate = Gate::new(1);
@@ -433,9 +445,8 @@ async fn a_lapsed_owner_commits_nothing_until_a_renewal_says_it_holds_the_lease(
 async fn a_lapsed_owner_still_holding_the_lease_commits_after_renewing() {
     let fake = leased(Duration::from_secs(6));
     let mirror = mirror(&fake).await;
-    fake.script()
-        .renew_answers
-        .extend([Renewed::Unreachable; 2]);
+    fake.script().unreachable_until =
+        Some(tokio::time::Instant::now() + Duration::from_millis(5500));
     tokio::time::sleep(Duration::from_millis(5500)).await;
     let gate = Gate::new(1);
     mirror.append(StreamId::Standalone, 1, Some("1".into()), &gate);

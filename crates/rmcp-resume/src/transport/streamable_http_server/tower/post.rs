@@ -12,9 +12,15 @@
 //! | the call's stream ends before its first event was committed | `503` with `Retry-After` (the head was held until then) |
 //! | its first event is committed | upstream's `200` and the stream, unchanged |
 //!
-//! The head waits for the stream's first frame that carries an event (its
-//! priming event, committed with the call's opening, or its first message);
-//! keep-alive comments before it wait with it.
+//! The head waits for the stream's first frame that proves a commit: one
+//! that carries a message, or the session's own priming event (its id names
+//! the call's request stream, `0/M`), both of which pass the stream's gate
+//! only once committed. On a shared log the session opens every call's
+//! stream with such a priming event, so the wait is one commit. Frames
+//! before it wait with it: the priming frame upstream 0.15-0.17 write
+//! themselves ahead of the session's stream (`id: 0`, outside any gate).
+//! Keep-alive comments before the head are dropped: they keep alive a
+//! connection that has no head yet, and holding them would bound nothing.
 
 use std::time::Duration;
 
@@ -25,9 +31,10 @@ use http_body_util::BodyExt;
 use super::responses::{BoxResponse, plain};
 use crate::transport::common::http_header::EVENT_STREAM_MIME_TYPE;
 
-/// Comment frames held with the head at most; a keep-alive comes every
-/// several seconds, so this is minutes of them.
-const MAX_HELD: usize = 64;
+/// Frames held with the head at most, past which it goes out: only frames
+/// that prove nothing and are not comments count (upstream's own priming
+/// frame, one per stream).
+const MAX_HELD: usize = 8;
 
 /// `503` with a `Retry-After` of `retry` (whole seconds, at least one).
 pub(super) fn unavailable(retry: Duration, message: &str) -> BoxResponse {
@@ -47,6 +54,29 @@ fn only_comments(bytes: &Bytes) -> bool {
         .all(|line| line.is_empty() || line.starts_with(b":"))
 }
 
+/// Whether an SSE frame passed the session's gate: it carries a message (a
+/// `data:` line with content), or its id names a request stream (`N/M`, the
+/// session's own ids). Comments, and a priming frame with another id, prove
+/// nothing.
+fn proves_commit(bytes: &Bytes) -> bool {
+    bytes
+        .split(|b| *b == b'\n')
+        .map(|line| line.strip_suffix(b"\r").unwrap_or(line))
+        .any(|line| {
+            if let Some(data) = line.strip_prefix(b"data:") {
+                return !data.strip_prefix(b" ").unwrap_or(data).is_empty();
+            }
+            let Some(id) = line.strip_prefix(b"id:") else {
+                return false;
+            };
+            let id = id.strip_prefix(b" ").unwrap_or(id);
+            crate::transport::resumption::EventCursor::from_bytes(id)
+                .ok()
+                .and_then(|cursor| cursor.as_rmcp())
+                .is_some_and(|id| id.stream.is_some())
+        })
+}
+
 /// Upstream's answer to a `POST`, with an SSE stream's head held until its
 /// first event: a stream that ends (or fails) before one becomes a `503`
 /// with `Retry-After`. Other answers pass unchanged.
@@ -64,7 +94,10 @@ pub(super) async fn hold_head(response: BoxResponse, retry: Duration) -> BoxResp
     loop {
         match body.frame().await {
             Some(Ok(frame)) => {
-                let event = frame.data_ref().is_none_or(|data| !only_comments(data));
+                if frame.data_ref().is_some_and(only_comments) {
+                    continue;
+                }
+                let event = frame.data_ref().is_none_or(proves_commit);
                 held.push(frame);
                 if event || held.len() >= MAX_HELD {
                     break;
@@ -134,14 +167,41 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_stream_with_an_event_passes_whole_comments_included() {
-        let frames = vec![":\n\n", "id: 0/3\nretry: 3000\ndata: \n\n", "data: {}\n\n"];
+    async fn a_priming_frame_of_no_request_stream_does_not_release_the_head() {
+        // Upstream 0.15-0.17 prime the stream themselves, outside the gate.
+        let response = hold_head(sse(vec!["id: 0\nretry: 3000\ndata: \n\n"]), Duration::ZERO).await;
+        assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+        let frames = vec!["id: 0\nretry: 3000\ndata: \n\n", "id: 1/5\ndata: {}\n\n"];
+        let response = hold_head(sse(frames), Duration::ZERO).await;
+        assert_eq!(response.status(), StatusCode::OK);
+        assert_eq!(
+            body(response).await,
+            "id: 0\nretry: 3000\ndata: \n\nid: 1/5\ndata: {}\n\n"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_stream_with_an_event_passes_whole_but_for_comments_before_its_head() {
+        let frames = vec![
+            ":\n\n",
+            ":\n\n",
+            "id: 0/3\nretry: 3000\ndata: \n\n",
+            ":\n\n",
+            "data: {}\n\n",
+        ];
         let response = hold_head(sse(frames), Duration::from_secs(1)).await;
         assert_eq!(response.status(), StatusCode::OK);
         assert_eq!(
             body(response).await,
-            ":\n\nid: 0/3\nretry: 3000\ndata: \n\ndata: {}\n\n"
+            "id: 0/3\nretry: 3000\ndata: \n\n:\n\ndata: {}\n\n"
         );
+    }
+
+    #[tokio::test]
+    async fn any_number_of_keep_alives_never_release_the_head_alone() {
+        let frames = vec![":\n\n"; 1000];
+        let response = hold_head(sse(frames), Duration::ZERO).await;
+        assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
     }
 
     #[tokio::test]
@@ -157,6 +217,26 @@ mod tests {
         assert!(only_comments(&Bytes::from_static(b":\n\n")));
         assert!(only_comments(&Bytes::from_static(b": keep-alive\r\n\r\n")));
         assert!(!only_comments(&Bytes::from_static(b"id: 1\ndata: \n\n")));
-        assert!(!only_comments(&Bytes::from_static(b": x\ndata: {}\n\n")));
+    }
+
+    #[test]
+    fn frames_that_prove_a_commit_are_told_from_the_rest() {
+        for (frame, proves) in [
+            (&b":\n\n"[..], false),
+            (b": keep-alive\r\n\r\n", false),
+            (b"id: 0\nretry: 3000\ndata: \n\n", false),
+            (b"id: 7\ndata:\n\n", false),
+            (b"id: 0/3\nretry: 3000\ndata: \n\n", true),
+            (b"id:0/3\r\ndata:\r\n\r\n", true),
+            (b": x\ndata: {}\n\n", true),
+            (b"data:{}\n\n", true),
+        ] {
+            assert_eq!(
+                proves_commit(&Bytes::from_static(frame)),
+                proves,
+                "{:?}",
+                String::from_utf8_lossy(frame)
+            );
+        }
     }
 }

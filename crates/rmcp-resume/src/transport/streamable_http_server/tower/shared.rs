@@ -95,6 +95,15 @@ impl<S: crate::fork::SessionService + Send + 'static, M: SessionManager>
     pub(super) async fn owned_elsewhere(&self, session: SessionId) -> Option<BoxResponse> {
         let local = super::get::local_manager(self.session_manager.as_ref())?;
         let shared = local.shared_log()?;
+        if let Some(handle) = local.handle(&session).await
+            && handle.gave_up()
+        {
+            // Its worker is stopping: once it has, the request is answered
+            // as for any session this instance does not run (a `404` for a
+            // deleted one, a takeover of a free one), never upstream's `500`
+            // from a worker that went in between.
+            let _ = tokio::time::timeout(STOPPING, handle.stopped()).await;
+        }
         if let Some(handle) = local.handle(&session).await {
             // Past its lease by its own clock, this instance may have a
             // successor it has not heard of: the call is not run here.
@@ -175,6 +184,9 @@ impl<S: crate::fork::SessionService + Send + 'static, M: SessionManager>
         self.sse(frames, None)
     }
 }
+
+/// How long a `POST` waits for a worker that gave its session up to stop.
+const STOPPING: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// The shared log could not be read: a clear `503`, never an empty `200`.
 fn unavailable(error: &SharedLogError) -> BoxResponse {

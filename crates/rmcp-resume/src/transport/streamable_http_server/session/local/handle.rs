@@ -41,6 +41,14 @@ impl LocalSessionHandle {
             .is_none_or(rmcp_resume_core::shared::LeaseWatch::is_live)
     }
 
+    /// Whether this instance gave the session up in its shared log (its
+    /// worker is stopping; fork-only).
+    pub fn gave_up(&self) -> bool {
+        self.lease
+            .as_ref()
+            .is_some_and(rmcp_resume_core::shared::LeaseWatch::is_lost)
+    }
+
     /// Whether the session takes requests: a restored session does once
     /// its handshake has been replayed (fork-only; upstream published it
     /// before, so a request racing the restore met an uninitialised

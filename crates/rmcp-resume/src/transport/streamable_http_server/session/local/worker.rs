@@ -212,8 +212,21 @@ impl LocalSessionWorker {
             .open_request(m, extra)
             .map_err(|_| SessionError::DuplicatedRequestId(m))?;
         let stream = StreamId::Request(m);
-        if let Some(retry) = self.config.sse_retry
-            && let Err(error) = self.append(stream, crate::line::retry_hint(retry)).await
+        // On a shared log a call's stream always opens with a priming event,
+        // committed with the call's opening: the `POST`'s head waits for it
+        // (never an empty `200`), and a quiet call still gets its head and an
+        // id to resume from. Without the app's `retry` it carries none.
+        let priming = match (self.config.sse_retry, &self.mirror) {
+            (Some(retry), _) => Some(crate::line::retry_hint(retry)),
+            (None, Some(_)) => {
+                let mut frame = crate::line::retry_hint(std::time::Duration::ZERO);
+                frame.retry = None;
+                Some(frame)
+            }
+            (None, None) => None,
+        };
+        if let Some(priming) = priming
+            && let Err(error) = self.append(stream, priming).await
         {
             self.session.close_request(m);
             self.finish_shared(m);
