@@ -1259,10 +1259,16 @@ pub async fn commits(
         let lossy = lost_between(faults, &chain.session, written_since(chain), Ms::MAX);
         let session_lossy = lost_between(faults, &chain.session, chain.session_started, Ms::MAX);
         let entries: Vec<&Entry> = history.of_chain(chain.id).collect();
-        let (known, tombstone) = audit::session_known(&mut conn, &chain.session).await?;
-        if !known {
+        // The client's own DELETE removed its events, whatever Redis keeps
+        // of the session (its epoch, a tombstone).
+        if deleted.contains(&chain.session) {
             erased.insert(chain.session.clone());
-            if session_lossy || deleted.contains(&chain.session) {
+            continue;
+        }
+        let (known, tombstone) = audit::session_known(&mut conn, &chain.session).await?;
+        if !known || tombstone {
+            erased.insert(chain.session.clone());
+            if session_lossy {
                 continue;
             }
             out.push(Anomaly::SessionErased {
