@@ -9,16 +9,7 @@ use rmcp_resume_redis::{LeaseOutcome, RedisLogError, Renewal};
 use rmcp_resume_testkit::redis::RedisServer;
 
 mod common;
-use common::{commit_at, config, connect, expire_lease, owned, raw};
-
-/// Redis restarted without persistence: every key is gone.
-async fn lose_everything(server: &RedisServer) {
-    let mut conn = raw(server).await;
-    let _: () = redis::cmd("FLUSHALL")
-        .query_async(&mut conn)
-        .await
-        .expect("FLUSHALL");
-}
+use common::{commit_at, config, connect, expire_lease, lose_everything, owned, raw, take_over};
 
 fn renewal(epoch: u64, standalone_head: u64, live: bool) -> Renewal {
     Renewal {
@@ -52,11 +43,7 @@ async fn a_stale_owner_is_never_re_elected_after_redis_loses_its_data() {
     .await
     .expect("A's event 1");
     // A is paused past its lease; B takes over.
-    expire_lease(&server, "t:{s}:lease").await;
-    let lease_b = match session.acquire("b", false).await.expect("take") {
-        LeaseOutcome::Acquired { lease, .. } => lease,
-        other => panic!("B did not take over: {other:?}"),
-    };
+    let lease_b = take_over(&server, &log, "s", "b").await;
     commit_at(
         &session,
         lease_b,
@@ -192,11 +179,7 @@ async fn epochs_never_go_back_after_redis_loses_its_data() {
         .query_async(&mut conn)
         .await
         .expect("SET");
-    expire_lease(&server, "t:{s}:lease").await;
-    let third = match log.session("s").acquire("c", false).await.expect("take") {
-        LeaseOutcome::Acquired { lease, .. } => lease,
-        other => panic!("{other:?}"),
-    };
+    let third = take_over(&server, &log, "s", "c").await;
     assert!(third.epoch > second.epoch, "{second:?} then {third:?}");
 }
 
@@ -215,11 +198,7 @@ async fn an_index_another_epoch_wrote_is_refused_not_skipped() {
     commit_at(&session, lease_a, StreamId::Standalone, 2, "{\"by\":\"a\"}")
         .await
         .expect("A's event 2");
-    expire_lease(&server, "t:{s}:lease").await;
-    let lease_b = match session.acquire("b", false).await.expect("take") {
-        LeaseOutcome::Acquired { lease, .. } => lease,
-        other => panic!("{other:?}"),
-    };
+    let lease_b = take_over(&server, &log, "s", "b").await;
     // B believes index 2 is its own (its history diverged from Redis's).
     let refused = commit_at(&session, lease_b, StreamId::Standalone, 2, "{\"by\":\"b\"}").await;
     assert!(

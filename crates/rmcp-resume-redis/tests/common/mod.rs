@@ -80,3 +80,32 @@ pub async fn commit_at(
         )
         .await
 }
+
+/// Takes `session` over for `owner` once its lease is gone (removed here, as
+/// its expiry would): the new lease.
+pub async fn take_over(
+    server: &RedisServer,
+    log: &RedisLog,
+    session: &str,
+    owner: &str,
+) -> rmcp_resume_redis::Lease {
+    expire_lease(server, &format!("t:{{{session}}}:lease")).await;
+    match log
+        .session(session)
+        .acquire(owner, false)
+        .await
+        .expect("take")
+    {
+        rmcp_resume_redis::LeaseOutcome::Acquired { lease, .. } => lease,
+        other => panic!("{owner} did not take {session} over: {other:?}"),
+    }
+}
+
+/// Redis restarted without persistence: every key is gone.
+pub async fn lose_everything(server: &RedisServer) {
+    let mut conn = raw(server).await;
+    let _: () = redis::cmd("FLUSHALL")
+        .query_async(&mut conn)
+        .await
+        .expect("FLUSHALL");
+}
