@@ -93,7 +93,7 @@ impl SharedLog for Fake {
             ..
         } = renewal;
         let mut script = self.script();
-        script.sent.push(renewal);
+        script.sent.push(renewal.clone());
         if !confirm {
             script.renewals.push(lowest_stream);
         }
@@ -111,7 +111,12 @@ impl SharedLog for Fake {
             Some(Renewed::Seeded) => Ok(Ownership::Seeded { epoch }),
             Some(Renewed::HeldElsewhere) => Ok(Ownership::HeldElsewhere),
             Some(Renewed::Unreachable) => Err(unreachable()),
-            None if std::mem::take(&mut script.lost) => Ok(Ownership::Seeded { epoch }),
+            // As a backend must: only a live owner seeds a lost session.
+            None if script.lost && renewal.live => {
+                script.lost = false;
+                Ok(Ownership::Seeded { epoch })
+            }
+            None if script.lost => Ok(Ownership::HeldElsewhere),
             None => Ok(Ownership::Owned { epoch }),
         };
         Box::pin(async move {
@@ -590,4 +595,30 @@ async fn each_periodic_renewal_names_the_open_calls_and_no_other_renewal_does() 
     let sent = fake.script().sent.clone();
     let last = sent.last().expect("a renewal");
     assert!(!last.live && last.open_calls.is_none(), "{sent:?}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_owner_that_renews_on_time_stays_live_and_may_seed_many_leases_later() {
+    let fake = leased(Duration::from_secs(6));
+    let mirror = mirror(&fake).await;
+    // Ten leases of renewals that all go through.
+    tokio::time::sleep(Duration::from_secs(60)).await;
+    assert!(mirror.lease().is_live(), "{:?}", fake.script().sent);
+    fake.script().answers.push_back(Answer::Lost);
+    let gate = Gate::new(1);
+    mirror.append(StreamId::Standalone, 1, Some("1".into()), &gate);
+    assert!(gate.committed(1).await, "{:?}", fake.script().sent);
+    assert!(fake.script().sent.iter().any(|r| r.confirm && r.live));
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_lease_is_over_at_the_instant_its_own_clock_says() {
+    let fake = leased(Duration::from_secs(10));
+    fake.script().unreachable_until = Some(tokio::time::Instant::now() + Duration::from_secs(60));
+    let mirror = mirror(&fake).await;
+    // A tenth less than the backend's lease: 9 s from the acquire.
+    tokio::time::sleep(Duration::from_millis(8999)).await;
+    assert!(mirror.lease().is_live());
+    tokio::time::sleep(Duration::from_millis(1)).await;
+    assert!(!mirror.lease().is_live());
 }
