@@ -317,3 +317,33 @@ async fn a_call_whose_answer_redis_lost_ends_at_the_owners_next_renewal() {
         "{still:?}"
     );
 }
+
+/// An owner stalled past its own lease (a slow Redis, a busy CPU) whose
+/// session nobody took takes its lease again at the same epoch, as the epoch
+/// proves; it is refused once another instance took over, and it never
+/// seeds a session Redis lost.
+#[tokio::test]
+async fn a_lapsed_owner_takes_its_lease_again_only_where_nobody_took_it() {
+    let server = RedisServer::start();
+    let log = connect(&server, config()).await;
+    let session = log.session("s");
+    let lease_a = owned(&log, "s", "a").await;
+    expire_lease(&server, "t:{s}:lease").await;
+    let again = session
+        .renew_with("a", renewal(lease_a.epoch, 0, false))
+        .await
+        .expect("renew");
+    assert_eq!(again, LeaseOutcome::Renewed(lease_a));
+    let lease_b = take_over(&server, &log, "s", "b").await;
+    let refused = session
+        .renew_with("a", renewal(lease_a.epoch, 0, false))
+        .await
+        .expect("renew");
+    assert!(refused.lease().is_none(), "{refused:?} after {lease_b:?}");
+    lose_everything(&server).await;
+    let no_seed = session
+        .renew_with("b", renewal(lease_b.epoch, 0, false))
+        .await
+        .expect("renew");
+    assert!(no_seed.lease().is_none(), "{no_seed:?}");
+}

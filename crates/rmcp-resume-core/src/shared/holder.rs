@@ -11,8 +11,10 @@
 //! backend's expiry starts later than `t`, and the tenth absorbs clock
 //! drift). Once that has passed unrenewed, another instance may own the
 //! session, so this one admits no new call and commits nothing until a
-//! renewal says it still holds the lease; and it never seeds a session the
-//! backend lost, because its history may not be the latest one.
+//! renewal says it still holds the lease (its key outlived the gap, or it
+//! lapsed at this owner's epoch and nobody took it since); and it never
+//! seeds a session the backend lost, because its history may not be the
+//! latest one.
 //!
 //! | Renewal answer | Live when the answer came back | Then |
 //! |---|---|---|

@@ -24,9 +24,12 @@
 --
 -- 'renew' by the holder of `held epoch`:
 --   lease held by this owner          renewed; `confirm` ends a seeding
---   owner's lease not live            fenced: it may not write again
 --   current epoch above held          fenced (taken over since)
---   current epoch equal, lease free   taken again at the same epoch
+--   current epoch equal, lease free   taken again at the same epoch: nobody
+--                                     took the session since (this holds
+--                                     unless Redis went back in time, a
+--                                     rollback docs/redis.md names)
+--   owner's lease not live            fenced: it may not seed
 --   current epoch below held          Redis lost what this owner wrote: the
 --     (or missing; also when another  session is seeded again at `held`,
 --     instance holds a lower epoch:   provisionally, with its stream numbers
@@ -153,8 +156,13 @@ if mode ~= 'fence' and holder == owner then
 end
 if mode == 'renew' then
   local held = tonumber(ARGV[8])
-  if not live or current > held or (holder and current == held) then
+  if current > held or (holder and current == held) then
     return {0, current, math.max(redis.call('PTTL', lease), 0)}
+  end
+  if current == held and not live and redis.call('EXISTS', seeding) == 1 then
+    -- Its own seeding, never confirmed: it may have landed after the
+    -- owner's lease ran out, over a successor's lost history.
+    return {0, current, 0}
   end
   if current == held then
     hold(held)
@@ -163,6 +171,9 @@ if mode == 'renew' then
     end
     refresh()
     return {1, held, 0}
+  end
+  if not live then
+    return {0, current, 0}
   end
   -- Redis holds less than this owner wrote. Another holder can only be a
   -- lower epoch that took the session after the loss: the higher one wins.
