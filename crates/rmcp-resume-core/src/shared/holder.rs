@@ -100,7 +100,11 @@ impl Holder {
 
     /// Whether the lease is live by this owner's clock.
     pub(super) fn is_live(&self) -> bool {
-        Instant::now() < self.live_until()
+        self.live_at(Instant::now())
+    }
+
+    fn live_at(&self, at: Instant) -> bool {
+        at < self.live_until()
     }
 
     /// A renewal sent at `sent` was granted.
@@ -161,7 +165,7 @@ impl Holder {
     /// only there is the set of open calls the committed one.
     pub(super) async fn keep(&self, reconcile: bool) -> Result<(), SharedLogError> {
         let sent = Instant::now();
-        let live = sent < self.live_until();
+        let live = self.live_at(sent);
         let open_calls = reconcile.then(|| self.open_calls(|open| open.keys().copied().collect()));
         let renewal = Renewal {
             epoch: self.epoch,

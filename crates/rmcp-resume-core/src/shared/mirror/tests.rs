@@ -27,6 +27,10 @@ enum Renewed {
     Seeded,
     HeldElsewhere,
     Unreachable,
+    /// Owned, but at this epoch, not the renewal's.
+    OwnedAt(u64),
+    /// Seeded, but at this epoch.
+    SeededAt(u64),
 }
 
 #[derive(Default)]
@@ -110,6 +114,8 @@ impl SharedLog for Fake {
             _ if cut => Err(unreachable()),
             Some(Renewed::Seeded) => Ok(Ownership::Seeded { epoch }),
             Some(Renewed::HeldElsewhere) => Ok(Ownership::HeldElsewhere),
+            Some(Renewed::OwnedAt(other)) => Ok(Ownership::Owned { epoch: other }),
+            Some(Renewed::SeededAt(other)) => Ok(Ownership::Seeded { epoch: other }),
             Some(Renewed::Unreachable) => Err(unreachable()),
             // As a backend must: only a live owner seeds a lost session.
             None if script.lost && renewal.live => {
@@ -621,4 +627,85 @@ async fn the_lease_is_over_at_the_instant_its_own_clock_says() {
     assert!(mirror.lease().is_live());
     tokio::time::sleep(Duration::from_millis(1)).await;
     assert!(!mirror.lease().is_live());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_renewal_answered_at_another_epoch_stops_the_owner() {
+    for answers in [
+        vec![Renewed::OwnedAt(4)],
+        vec![Renewed::SeededAt(4)],
+        // Seeded at this epoch, then the confirmation answered at another.
+        vec![Renewed::Seeded, Renewed::OwnedAt(4)],
+    ] {
+        let fake = leased(Duration::from_secs(3));
+        fake.script().renew_answers.extend(answers.iter().copied());
+        let mirror = mirror(&fake).await;
+        tokio::time::timeout(Duration::from_secs(2), mirror.lost().cancelled())
+            .await
+            .unwrap_or_else(|_| panic!("{answers:?}: the owner carried on"));
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_seeding_registers_again_only_the_calls_still_open() {
+    let fake = Fake::default();
+    let mirror = mirror(&fake).await;
+    let gate = Gate::new(0);
+    for m in [100, 101] {
+        mirror.write(MirrorOp::Open {
+            stream: m,
+            request_id: format!("{m}"),
+        });
+    }
+    mirror.answer(101, 0, Some("answer".into()), &gate);
+    mirror.append(StreamId::Request(100), 0, Some("0".into()), &gate);
+    assert!(gate.committed(0).await);
+    fake.script().answers.push_back(Answer::Lost);
+    mirror.append(StreamId::Request(100), 1, Some("1".into()), &gate);
+    assert!(gate.committed(1).await);
+    let script = fake.script();
+    let reopened: Vec<&MirrorOp> = script
+        .commits
+        .iter()
+        .filter(|batch| batch.iter().all(|op| matches!(op, MirrorOp::Open { .. })))
+        .flatten()
+        .collect();
+    assert_eq!(
+        reopened,
+        [&MirrorOp::Open {
+            stream: 100,
+            request_id: "100".into()
+        }],
+        "{:?}",
+        script.commits
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_takeovers_standalone_head_reaches_the_seeding_with_no_event_of_its_own() {
+    let fake = Fake::default();
+    let mirror = mirror(&fake).await;
+    mirror.standalone_from(7);
+    fake.script().answers.push_back(Answer::Lost);
+    let gate = Gate::new(0);
+    mirror.write(MirrorOp::Open {
+        stream: 100,
+        request_id: "1".into(),
+    });
+    mirror.append(StreamId::Request(100), 0, Some("0".into()), &gate);
+    assert!(gate.committed(0).await);
+    let script = fake.script();
+    let seed = script.sent.first().expect("the seeding renewal");
+    assert_eq!(seed.standalone_head, 7, "{seed:?}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_reservation_that_starts_where_the_owners_numbers_end_is_taken() {
+    let fake = Fake::default();
+    let mut mirror = mirror(&fake).await;
+    for _ in 0..RESERVE {
+        mirror.next_stream().await.expect("a reserved number");
+    }
+    fake.script().reserve_first = Some(100 + RESERVE);
+    assert_eq!(mirror.next_stream().await.ok(), Some(100 + RESERVE));
 }
