@@ -265,7 +265,8 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn sse_retry_as_the_application_sets_it() {
         for retry in [None, Some(Duration::from_secs(10))] {
-            let plan = (retry, None, false, Duration::from_secs(1));
+            // A `GET` held open too: its priming frame's `retry` is compared.
+            let plan = (retry, None, true, Duration::from_secs(1));
             let transcripts = transcripts!(plan);
             let found = differences(&transcripts, &[]);
             assert!(

@@ -133,8 +133,33 @@ pub mod script {
             let response = service
                 .handle(request(http::Method::GET, Some(&session), None))
                 .await;
-            transcript.push(format!("get: {}", response.status().as_u16()));
-            Some(response)
+            let status = response.status().as_u16();
+            // The stream stays open: read what it sends first (its priming
+            // frame, if any), up to its first keep-alive comment, and keep
+            // the rest of it held. (A paused clock makes the comments come
+            // back to back, so no timeout alone would end the loop.)
+            let mut body = response.into_body();
+            let mut first = String::new();
+            for _ in 0..4 {
+                let Ok(Some(Ok(frame))) =
+                    tokio::time::timeout(Duration::from_millis(500), body.frame()).await
+                else {
+                    break;
+                };
+                let Ok(data) = frame.into_data() else { break };
+                let text = String::from_utf8_lossy(&data);
+                if text.starts_with(':') {
+                    break;
+                }
+                first.push_str(&text);
+            }
+            let retries: Vec<&str> = first
+                .lines()
+                .filter_map(|l| l.strip_prefix("retry:"))
+                .map(str::trim)
+                .collect();
+            transcript.push(format!("get: {status} retry={retries:?}"));
+            Some(body)
         } else {
             None
         };
