@@ -41,7 +41,7 @@ const EJECT: Ms = 1_500;
 
 /// What a load balancer knows of the instances: only what its own
 /// requests met. An instance whose connection failed or timed out is
-/// skipped for [`EJECT`], then tried again.
+/// skipped for `EJECT` (1.5 s), then tried again.
 #[derive(Debug, Clone)]
 pub struct Health {
     down_until: Vec<Ms>,
