@@ -9,14 +9,16 @@
 //! | no such session, and `create` is false | [`LeaseOutcome::Unknown`]: nothing is written |
 //! | deleted (a tombstone) | [`LeaseOutcome::Deleted`]: nothing is written |
 //!
-//! [`SessionLog::renew`](crate::SessionLog::renew) by the holder of epoch `E`:
+//! [`SessionLog::renew_with`](crate::SessionLog::renew_with) by the holder
+//! of epoch `E` (`live`: its lease is live by its own clock):
 //!
 //! | Lease in Redis | Outcome |
 //! |---|---|
-//! | held by `owner` | [`LeaseOutcome::Renewed`] |
-//! | lapsed, epoch still `E` | [`LeaseOutcome::Renewed`]: taken again at `E`, nothing ended |
+//! | held by `owner` | [`LeaseOutcome::Renewed`]; a confirmation ends a seeding; a reconcile ends Redis's open calls the owner did not name |
+//! | lapsed, epoch still `E` | [`LeaseOutcome::Renewed`]: taken again at `E`, nothing ended (not for the owner's own unconfirmed seeding unless `live`) |
 //! | epoch above `E` (taken over since) | [`LeaseOutcome::HeldBy`]: the owner is fenced |
-//! | epoch below `E` or missing (Redis lost data) | [`LeaseOutcome::Seeded`]: the session is written again at `E`; each stream's next append sets its floor |
+//! | epoch below `E` or missing (Redis lost data), `live` | [`LeaseOutcome::Seeded`]: the session is written again at `E`, provisionally until confirmed; a lower holder is fenced |
+//! | epoch below `E` or missing, not `live` | [`LeaseOutcome::HeldBy`]: the owner stops; a stale owner never seeds |
 //!
 //! [`SessionLog::fence`](crate::SessionLog::fence), by a reader that runs no
 //! worker, ends a dead owner's open calls like a takeover but leaves the
@@ -24,7 +26,9 @@
 //!
 //! Every write of an owner carries its epoch, and a script refuses a write
 //! whose epoch is not the session's current one, so an owner that was paused
-//! or cut off past its lease writes nothing a client can ever read.
+//! or cut off past its lease writes nothing a client can ever read. Epochs
+//! come from Redis's clock (microseconds), never below the current one + 1,
+//! so none is handed out twice, also after Redis lost its data.
 
 use std::time::Duration;
 

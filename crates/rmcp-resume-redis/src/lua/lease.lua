@@ -28,7 +28,9 @@
 --   current epoch equal, lease free   taken again at the same epoch: nobody
 --                                     took the session since (this holds
 --                                     unless Redis went back in time, a
---                                     rollback docs/redis.md names)
+--                                     rollback docs/redis.md names); not
+--                                     if it is the owner's own seeding,
+--                                     unconfirmed, and the owner not live
 --   owner's lease not live            fenced: it may not seed
 --   current epoch below held          Redis lost what this owner wrote: the
 --     (or missing; also when another  session is seeded again at `held`,
@@ -46,7 +48,8 @@
 --
 -- A new epoch fences every earlier owner; each request stream the earlier
 -- owner left open then ends with a terminal JSON-RPC error.
--- Returns {1, epoch, 0} held by this owner, {0, epoch, ttl left} held by
+-- Returns {1, epoch, calls ended by the reconcile} held by this owner,
+-- {0, epoch, ttl left} held by
 -- another (or taken over since `held epoch`, or not live), {2, epoch,
 -- streams ended} taken or fenced, {3, 0, 0} unknown, {4, 0, 0} deleted,
 -- {5, epoch, 0} seeded again (provisionally) after Redis lost it.
