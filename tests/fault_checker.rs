@@ -246,3 +246,55 @@ async fn events_deleted_from_redis_behind_the_instances_are_reported() {
         report.details(3)
     );
 }
+
+/// Runs `config` against instances broken on purpose (`broken`, see
+/// `rmcp_resume_core::sabotage`) and asserts that the checker reports at
+/// least one anomaly of the kinds that break must cause.
+async fn check_catches_break(mut config: RunConfig, broken: &'static str, kinds: &[&str]) {
+    config.broken = Some(broken);
+    config.minimums = Minimums::default();
+    let report = faults::run(&config).await.expect("the run itself");
+    println!(
+        "{}\n{}\n{}",
+        Report::table_header(),
+        report.table_row(),
+        report.details(3)
+    );
+    let caught = report
+        .anomalies
+        .iter()
+        .filter(|a| kinds.contains(&a.kind()))
+        .count();
+    assert!(
+        caught > 0,
+        "the product was broken ({broken}) and the checker reported no {kinds:?}: {}\n{}",
+        report.table_row(),
+        report.details(3)
+    );
+}
+
+/// The checker catches a build whose readers do not wait for the shared
+/// log's commit: under Redis pauses and stops, clients receive events
+/// Redis did not hold.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_build_that_sends_before_the_commit_is_reported() {
+    let mut config = RunConfig::new(2, server_example());
+    config.faults = 4;
+    config.kinds = [FaultKind::RedisPause, FaultKind::RedisStop]
+        .into_iter()
+        .collect();
+    check_catches_break(config, "open-gates", &["early", "not-committed"]).await;
+}
+
+/// The checker catches a build whose resumes, served from Redis by an
+/// instance that does not own the session, skip one event: among kills,
+/// pauses and cuts, clients see gaps nobody announced.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_build_whose_remote_resumes_skip_an_event_is_reported() {
+    let mut config = RunConfig::new(1, server_example());
+    config.faults = 6;
+    config.kinds = [FaultKind::Cut, FaultKind::Kill, FaultKind::Pause]
+        .into_iter()
+        .collect();
+    check_catches_break(config, "replay-skips", &["silent-gap"]).await;
+}

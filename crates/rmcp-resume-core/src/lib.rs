@@ -20,6 +20,8 @@
 pub mod log;
 pub mod reconnect;
 pub mod resumption;
+#[doc(hidden)]
+pub mod sabotage;
 pub mod session;
 pub mod shared;
 pub mod wire;

@@ -130,6 +130,9 @@ pub struct NodeConfig {
     pub window: Option<usize>,
     /// `--outage-limit-ms`, if set (else the server's default, 30 s).
     pub outage_limit: Option<Duration>,
+    /// The deliberate breaks every instance runs with (the value of
+    /// `rmcp_resume_core::sabotage::VARIABLE`), if any.
+    pub broken: Option<&'static str>,
 }
 
 /// The instances' settings besides where Redis is.
@@ -141,6 +144,8 @@ pub struct Knobs {
     pub window: Option<usize>,
     /// `--outage-limit-ms`, if set.
     pub outage_limit: Option<Duration>,
+    /// The deliberate breaks every instance runs with, if any.
+    pub broken: Option<&'static str>,
 }
 
 /// One instance of the `server` example.
@@ -163,6 +168,9 @@ impl Node {
             command
                 .arg("--outage-limit-ms")
                 .arg(limit.as_millis().to_string());
+        }
+        if let Some(broken) = config.broken {
+            command.env(rmcp_resume_core::sabotage::VARIABLE, broken);
         }
         let mut child = command
             .args(["--bind", "127.0.0.1:0"])

@@ -140,6 +140,10 @@ pub struct RunConfig {
     /// Breaks Redis on purpose while the run goes on ([`audit::sabotage`]),
     /// every this often: only for a test that the checker reports it.
     pub sabotage: Option<Duration>,
+    /// Runs every instance broken on purpose, as named
+    /// (`rmcp_resume_core::sabotage`): only for a test that the checker
+    /// reports the break.
+    pub broken: Option<&'static str>,
 }
 
 impl RunConfig {
@@ -169,6 +173,7 @@ impl RunConfig {
                 post_first: 1,
             },
             sabotage: None,
+            broken: None,
         }
     }
 
@@ -198,6 +203,7 @@ pub async fn run(config: &RunConfig) -> anyhow::Result<Report> {
             lease: config.lease,
             window: config.window,
             outage_limit: config.outage_limit,
+            broken: config.broken,
         },
         config.backend == Backend::Cluster,
         proxies.clone(),

@@ -146,6 +146,7 @@ impl Cluster {
             lease: knobs.lease,
             window: knobs.window,
             outage_limit: knobs.outage_limit,
+            broken: knobs.broken,
         };
         // On a single Redis each instance reaches it through a proxy of
         // its own, beside Redis's socket (removed with it).

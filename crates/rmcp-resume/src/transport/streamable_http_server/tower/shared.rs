@@ -28,6 +28,11 @@ fn remote_events(
     from: u64,
 ) -> EventStream {
     let session_id = session.clone();
+    let from = if rmcp_resume_core::sabotage::on(rmcp_resume_core::sabotage::Break::ReplaySkips) {
+        from + 1
+    } else {
+        from
+    };
     let mut tail = shared.tail(session, stream, from);
     // A backend's tail need not be `Sync`, which rmcp's event stream must
     // be: a task drives it into a channel. The task ends as soon as the

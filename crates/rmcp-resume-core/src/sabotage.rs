@@ -1,0 +1,72 @@
+//! Builds broken on purpose, so that the checks that should catch each
+//! break can be watched going red.
+//!
+//! Compiled in only with the `__sabotage` feature, which only the
+//! workspace's own test and bench builds switch on; without it [`on`] is a
+//! constant `false` and every break folds away. With it, a process breaks
+//! only what the environment variable [`VARIABLE`] names (a comma-separated
+//! list of [`Break::name`]s), read once.
+//!
+//! | Break | What the product does instead | What must report it |
+//! |---|---|---|
+//! | `open-gates` | a reader sends events of a shared log before the log holds them | the fault checker's live audit (`early`), the final audit (`not-committed`) |
+//! | `replay-skips` | an instance that does not own the session serves a resume from one event past the cursor | the fault checker (`silent-gap`) |
+
+/// The environment variable naming the breaks a process runs with.
+pub const VARIABLE: &str = "RMCP_RESUME_SABOTAGE";
+
+/// One deliberate break of the product.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Break {
+    /// Readers of a shared log do not wait for the commit.
+    OpenGates,
+    /// A resume served from the shared log skips the cursor's next event.
+    ReplaySkips,
+}
+
+impl Break {
+    /// Every break, in the table's order.
+    pub const ALL: [Self; 2] = [Self::OpenGates, Self::ReplaySkips];
+
+    /// Its name in [`VARIABLE`].
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::OpenGates => "open-gates",
+            Self::ReplaySkips => "replay-skips",
+        }
+    }
+
+    #[cfg_attr(not(feature = "__sabotage"), allow(dead_code))]
+    const fn bit(self) -> u8 {
+        match self {
+            Self::OpenGates => 1,
+            Self::ReplaySkips => 2,
+        }
+    }
+}
+
+/// Whether this process runs with `which` broken.
+#[cfg(feature = "__sabotage")]
+pub fn on(which: Break) -> bool {
+    use std::sync::OnceLock;
+    static BREAKS: OnceLock<u8> = OnceLock::new();
+    let breaks = BREAKS.get_or_init(|| {
+        let named = std::env::var(VARIABLE).unwrap_or_default();
+        let breaks = named
+            .split(',')
+            .filter_map(|name| Break::ALL.into_iter().find(|b| b.name() == name.trim()))
+            .fold(0, |bits, b| bits | b.bit());
+        if breaks != 0 {
+            tracing::error!(breaks = %named, "this process is broken on purpose");
+        }
+        breaks
+    });
+    breaks & which.bit() != 0
+}
+
+/// Whether this process runs with `which` broken: never, in this build.
+#[cfg(not(feature = "__sabotage"))]
+#[inline(always)]
+pub const fn on(_which: Break) -> bool {
+    false
+}
