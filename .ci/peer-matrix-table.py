@@ -42,6 +42,8 @@ LIMIT = 400
 
 def client(record):
     text = f"{record['outcome']} {record['elapsed_ms'] / 1000:.1f}s"
+    if "gets" in record:
+        text += f" {record['gets']} GET"
     if record["discontinuities"]:
         text += " +discontinuity"
     return text

@@ -35,8 +35,21 @@ use rmcp_resume_testkit::matrix::{
 };
 use rmcp_resume_testkit::{Side, TestServer};
 
-/// How long a cell may take, from its client's connect to its last answer.
-const CELL_LIMIT: Duration = Duration::from_secs(60);
+/// How long a cell may take beyond its tools' own time, from its client's
+/// connect to its last answer: a call answered later is a `hang`, so a
+/// reconnect loop that ends in an answer still fails.
+const CELL_SLACK: Duration = Duration::from_secs(15);
+/// The most `GET`s the fork's client may send in each shape's cell, in
+/// [`Shape::ALL`]'s order (resumes and its standalone stream's together;
+/// the buffering proxy counts none). Each is what the cell needs on every
+/// row plus room for a server's `409`s, and far below a loop's:
+/// quick, one standalone stream; quiet, one cut of the call and of the
+/// standalone stream; poll, the server's close; lifetime, a close every
+/// 5 s of both; churn, a close every 200–800 ms of both for about 4 s;
+/// half-cut, one cut and the `409`s of a server that still counts the
+/// stream as connected. Measured on every row (2026-12-06): quick 1, quiet
+/// 3–5, poll 2, lifetime 5, churn 7–13, half-cut 3–7.
+const MAX_GETS: [usize; 7] = [3, 6, 4, 8, 0, 24, 10];
 /// The `quiet` tool's silence: longer than the fork client's shortest
 /// timeout (`silent_resume_timeout`, 10 s).
 const QUIET_MS: u64 = 12_000;
@@ -75,26 +88,42 @@ impl Shape {
         }
     }
 
+    /// How long the shape's tools take by themselves.
+    fn tools_time(self) -> Duration {
+        Duration::from_millis(match self {
+            Shape::Quick => 0,
+            Shape::Quiet | Shape::Lifetime => QUIET_MS,
+            Shape::Poll => 2_000,
+            Shape::Buffered => 3_000,
+            Shape::Churn => 4 * 10 * 100,
+            Shape::HalfCut => 6_000,
+        })
+    }
+
     /// The module's table, as plans.
     fn plan(self) -> Plan {
         let plain = Plan {
             path: PathKind::Plain,
             calls: Vec::new(),
             cut_after_first_progress: None,
-            limit: CELL_LIMIT,
+            limit: CELL_SLACK + self.tools_time(),
+            max_gets: 0,
         };
         match self {
             Shape::Quick => Plan {
                 calls: vec![quick(5)],
+                max_gets: MAX_GETS[0],
                 ..plain
             },
             Shape::Quiet => Plan {
                 calls: vec![quiet(QUIET_MS)],
                 cut_after_first_progress: Some(Duration::from_secs(1)),
+                max_gets: MAX_GETS[1],
                 ..plain
             },
             Shape::Poll => Plan {
                 calls: vec![poll(2_000)],
+                max_gets: MAX_GETS[2],
                 ..plain
             },
             Shape::Lifetime => Plan {
@@ -105,11 +134,13 @@ impl Shape {
                 // for either client.
                 path: PathKind::Lifetime(Duration::from_secs(5)),
                 calls: vec![quiet(QUIET_MS)],
+                max_gets: MAX_GETS[3],
                 ..plain
             },
             Shape::Buffered => Plan {
                 path: PathKind::Buffering,
                 calls: vec![quick(5), quiet(3_000)],
+                max_gets: MAX_GETS[4],
                 ..plain
             },
             Shape::Churn => Plan {
@@ -119,12 +150,14 @@ impl Shape {
                     max: Duration::from_millis(800),
                 },
                 calls: vec![stream(10, 100); 4],
+                max_gets: MAX_GETS[5],
                 ..plain
             },
             Shape::HalfCut => Plan {
                 path: PathKind::HalfOpen(Duration::from_secs(3)),
                 calls: vec![quiet(6_000)],
                 cut_after_first_progress: Some(Duration::from_secs(1)),
+                max_gets: MAX_GETS[6],
                 ..plain
             },
         }

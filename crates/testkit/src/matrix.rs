@@ -136,6 +136,10 @@ pub struct Plan {
     pub cut_after_first_progress: Option<Duration>,
     /// The cell's limit, from the connect to the last answer.
     pub limit: Duration,
+    /// The most `GET`s (resumes and standalone streams together) the
+    /// fork's client may send in the cell: an answer after a reconnect
+    /// loop is a failure, not a pass.
+    pub max_gets: usize,
 }
 
 // ---------------------------------------------------------------- clients
@@ -309,6 +313,11 @@ pub struct ClientRecord {
     /// `GET`s with `Last-Event-ID` sent through the proxy (not counted
     /// through the buffering proxy).
     pub resumes: usize,
+    /// Every `GET` sent through the proxy, resumes included (not counted
+    /// through the buffering proxy).
+    pub gets: usize,
+    /// Connections the plan's cut closed (0 where the plan cuts nothing).
+    pub cut_connections: usize,
     /// `409 Conflict` answers the proxy forwarded (the TypeScript SDK's
     /// answer to a resume of a stream it still counts as connected).
     pub conflicts: usize,
@@ -326,6 +335,8 @@ impl ClientRecord {
             discontinuities: Vec::new(),
             path_cuts: 0,
             resumes: 0,
+            gets: 0,
+            cut_connections: 0,
             conflicts: 0,
             detail: Some(detail),
         }
@@ -618,6 +629,8 @@ pub async fn run_client(
         discontinuities,
         path_cuts: proxy.as_ref().map_or(0, Proxy::cuts),
         resumes: proxy.as_ref().map_or(0, Proxy::resumes),
+        gets: proxy.as_ref().map_or(0, Proxy::gets),
+        cut_connections: proxy.as_ref().map_or(0, Proxy::cut_connections),
         conflicts: proxy.as_ref().map_or(0, Proxy::conflicts),
         detail: None,
     }
@@ -634,14 +647,36 @@ pub async fn run_cell(
         run_client(target, plan, Client::Fork, config),
         run_client(target, plan, Client::Upstream, config),
     );
-    judge(shape, fork, upstream)
+    judge(shape, plan, fork, upstream)
 }
 
 /// Judges a cell: the fork at least as good as upstream, and whole, with no
-/// discontinuity.
-pub fn judge(shape: &'static str, fork: ClientRecord, upstream: ClientRecord) -> CellRecord {
+/// discontinuity, within the plan's `GET`s, and with the plan's cut made
+/// (a cell whose cut never happened tested nothing).
+pub fn judge(
+    shape: &'static str,
+    plan: &Plan,
+    fork: ClientRecord,
+    upstream: ClientRecord,
+) -> CellRecord {
     let mut problems = Vec::new();
     let mut verdict = "ok";
+    if plan.cut_after_first_progress.is_some() && fork.cut_connections == 0 && fork.detail.is_none()
+    {
+        verdict = "FAIL";
+        problems.push(
+            "the plan's cut closed no connection of the fork's client: the cell proved nothing"
+                .to_owned(),
+        );
+    }
+    if fork.gets > plan.max_gets {
+        verdict = "FAIL";
+        problems.push(format!(
+            "the fork's client sent {} GETs ({} resumes), more than the cell's bound of {}: a \
+             reconnect loop",
+            fork.gets, fork.resumes, plan.max_gets
+        ));
+    }
     if fork.outcome.rank() < upstream.outcome.rank() {
         verdict = "BUG";
         problems.push(format!(
@@ -651,7 +686,9 @@ pub fn judge(shape: &'static str, fork: ClientRecord, upstream: ClientRecord) ->
             fork.why()
         ));
     } else if fork.outcome != Outcome::Ok {
-        verdict = "FAIL";
+        if verdict == "ok" {
+            verdict = "FAIL";
+        }
         problems.push(format!(
             "the fork's client: {}: {}",
             fork.outcome.words(),
@@ -776,4 +813,75 @@ pub fn report(record: &RowRecord) -> anyhow::Result<()> {
         problems.join("\n")
     );
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan(cut: bool, max_gets: usize) -> Plan {
+        Plan {
+            path: PathKind::Plain,
+            calls: vec![quick(1)],
+            cut_after_first_progress: cut.then(|| Duration::from_secs(1)),
+            limit: Duration::from_secs(5),
+            max_gets,
+        }
+    }
+
+    fn ok(client: Client, gets: usize, cut_connections: usize) -> ClientRecord {
+        ClientRecord {
+            outcome: Outcome::Ok,
+            detail: None,
+            gets,
+            cut_connections,
+            ..ClientRecord::failed(client, Outcome::Ok, String::new())
+        }
+    }
+
+    #[test]
+    fn an_answer_after_more_gets_than_the_bound_fails_the_cell() {
+        let within = judge(
+            "s",
+            &plan(false, 4),
+            ok(Client::Fork, 4, 0),
+            ok(Client::Upstream, 9, 0),
+        );
+        assert_eq!(within.verdict, "ok", "{:?}", within.problems);
+        let looped = judge(
+            "s",
+            &plan(false, 4),
+            ok(Client::Fork, 5, 0),
+            ok(Client::Upstream, 1, 0),
+        );
+        assert_eq!(looped.verdict, "FAIL");
+        assert!(
+            looped.problems[0].contains("5 GETs"),
+            "{:?}",
+            looped.problems
+        );
+    }
+
+    #[test]
+    fn a_cell_whose_cut_closed_nothing_fails() {
+        let uncut = judge(
+            "s",
+            &plan(true, 9),
+            ok(Client::Fork, 1, 0),
+            ok(Client::Upstream, 1, 0),
+        );
+        assert_eq!(uncut.verdict, "FAIL");
+        assert!(
+            uncut.problems[0].contains("proved nothing"),
+            "{:?}",
+            uncut.problems
+        );
+        let cut = judge(
+            "s",
+            &plan(true, 9),
+            ok(Client::Fork, 3, 2),
+            ok(Client::Upstream, 3, 2),
+        );
+        assert_eq!(cut.verdict, "ok", "{:?}", cut.problems);
+    }
 }

@@ -25,6 +25,7 @@ pub struct Proxy {
     lose_posts: Arc<std::sync::Mutex<(Vec<u8>, usize)>>,
     churn: Arc<std::sync::Mutex<Option<Churn>>>,
     cuts: Arc<AtomicUsize>,
+    cut_connections: Arc<AtomicUsize>,
     /// How long a cut keeps the server's side open, in milliseconds.
     half_open_ms: Arc<std::sync::atomic::AtomicU64>,
     conflicts: Arc<AtomicUsize>,
@@ -71,6 +72,7 @@ impl Proxy {
             lose_posts: Arc::default(),
             churn: Arc::default(),
             cuts: Arc::default(),
+            cut_connections: Arc::default(),
             half_open_ms: Arc::default(),
             conflicts: Arc::default(),
         };
@@ -132,6 +134,9 @@ impl Proxy {
         };
         let downstream = async {
             let mut buf = vec![0u8; 16 * 1024];
+            // The last bytes of the previous read: a marker split across
+            // two reads is still seen (else a cell's cut never happens).
+            let mut carry: Vec<u8> = Vec::new();
             loop {
                 let n = match server_read.read(&mut buf).await {
                     Ok(0) | Err(_) => break,
@@ -142,10 +147,14 @@ impl Proxy {
                     self.conflicts.fetch_add(1, Ordering::SeqCst);
                 }
                 let (marker, seen) = &*self.marker;
-                if !marker.is_empty() && chunk.windows(marker.len()).any(|w| w == marker.as_slice())
-                {
-                    // One waiter at a time; a permit keeps an early sighting.
-                    seen.notify_one();
+                if !marker.is_empty() {
+                    carry.extend_from_slice(chunk);
+                    if carry.windows(marker.len()).any(|w| w == marker.as_slice()) {
+                        // One waiter at a time; a permit keeps an early sighting.
+                        seen.notify_one();
+                    }
+                    let keep = marker.len().saturating_sub(1).min(carry.len());
+                    carry.drain(..carry.len() - keep);
                 }
                 if client_write.write_all(chunk).await.is_err() {
                     break;
@@ -162,7 +171,10 @@ impl Proxy {
         tokio::select! {
             _ = upstream => {}
             _ = downstream => {}
-            _ = cut.changed() => was_cut = true,
+            _ = cut.changed() => {
+                was_cut = true;
+                self.cut_connections.fetch_add(1, Ordering::SeqCst);
+            }
             _ = expiry => {
                 self.cuts.fetch_add(1, Ordering::SeqCst);
             }
@@ -198,6 +210,12 @@ impl Proxy {
     /// Connections closed by churn (or [`Proxy::lifetime`]) so far.
     pub fn cuts(&self) -> usize {
         self.cuts.load(Ordering::SeqCst)
+    }
+
+    /// Connections closed by [`Proxy::cut`] or [`Proxy::cut_client_side`]
+    /// so far: a test whose cut closed nothing proved nothing.
+    pub fn cut_connections(&self) -> usize {
+        self.cut_connections.load(Ordering::SeqCst)
     }
 
     /// Closes, unanswered, the connections of the next `count` `GET`s.
@@ -275,5 +293,57 @@ impl Proxy {
     /// `GET` requests that carried `Last-Event-ID`.
     pub fn resumes(&self) -> usize {
         self.resumes.load(Ordering::SeqCst)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A marker the server writes in two pieces, flushed apart, is seen:
+    /// a cell's cut waits on it.
+    #[tokio::test]
+    async fn a_marker_split_across_two_reads_is_seen() {
+        let server = TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], 0)))
+            .await
+            .expect("bind");
+        let target = server.local_addr().expect("addr");
+        let ct = CancellationToken::new();
+        let proxy = Proxy::start(target, "notifications/progress", ct.clone())
+            .await
+            .expect("proxy");
+        let (first_sent_tx, first_sent) = tokio::sync::oneshot::channel();
+        let serving = tokio::spawn(async move {
+            let (mut conn, _) = server.accept().await.expect("accept");
+            conn.write_all(b"data: {\"method\":\"notifications/pro")
+                .await
+                .expect("first half");
+            conn.flush().await.expect("flush");
+            first_sent.await.expect("go on");
+            conn.write_all(b"gress\"}\n\n").await.expect("second half");
+            conn
+        });
+        let mut client = TcpStream::connect(proxy.addr).await.expect("connect");
+        let mut buf = [0u8; 64];
+        let n = client.read(&mut buf).await.expect("first half through");
+        assert!(n > 0 && !buf[..n].ends_with(b"gress\"}\n\n"));
+        first_sent_tx.send(()).expect("server waits");
+        tokio::time::timeout(Duration::from_secs(5), proxy.marker_seen())
+            .await
+            .expect("the split marker was not seen");
+        let _conn = serving.await.expect("server");
+        proxy.cut();
+        let closed = tokio::time::timeout(Duration::from_secs(5), async {
+            loop {
+                match client.read(&mut buf).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(_) => {}
+                }
+            }
+        })
+        .await;
+        assert!(closed.is_ok(), "the cut did not close the connection");
+        assert_eq!(proxy.cut_connections(), 1);
+        ct.cancel();
     }
 }
