@@ -407,6 +407,7 @@ async fn quiet_45s(
         calls: vec![matrix::quiet(45_000)],
         cut_after_first_progress: cut,
         limit: LIMIT,
+        server: matrix::Delivers::Everything,
         // 45 s: one cut, or a close every 20 s, of the call's stream and
         // the standalone stream; room for a server's `409`s, far below a
         // reconnect loop's.

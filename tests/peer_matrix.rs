@@ -16,6 +16,14 @@
 //! | `churn` | four `stream 10×100 ms` | connections closed after 200–800 ms (seed 7), from the first call on |
 //! | `half-cut` | `quiet 6000` | cut 1 s after progress 1 on the client's side only; the server's side closes 3 s later |
 //!
+//! The rows: the TypeScript SDKs 1.32.2 and 2.4.0 and the Python SDK 2.3.0
+//! with event stores, the TypeScript and Python servers with none (a typed
+//! failure of a cut call passes), the Python server with the one store its
+//! documentation shares between sessions (recorded: resumes get other
+//! sessions' calls), upstream rmcp 3.11.0 and 1.8.0, and the fork's server.
+//! Every cell bounds the fork client's `GET`s and time and checks that its
+//! cut closed a connection ([`matrix::judge`]).
+//!
 //! Each row's cells, and both clients of each, run at once against one
 //! server (a process, or in-process for rmcp), each client with its own
 //! session and proxy. Outcomes and records: `rmcp_resume_testkit::matrix`.
@@ -31,7 +39,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use rmcp_resume_testkit::matrix::{
-    self, CellRecord, ForkConfig, PathKind, Plan, RowRecord, RowServer, poll, quick, quiet, stream,
+    self, CellRecord, Delivers, ForkConfig, PathKind, Plan, RowRecord, RowServer, poll, quick,
+    quiet, stream,
 };
 use rmcp_resume_testkit::{Side, TestServer};
 
@@ -107,6 +116,7 @@ impl Shape {
             calls: Vec::new(),
             cut_after_first_progress: None,
             limit: CELL_SLACK + self.tools_time(),
+            server: Delivers::Everything,
             max_gets: 0,
         };
         match self {
@@ -189,12 +199,12 @@ fn node() -> anyhow::Result<PathBuf> {
     )
 }
 
-async fn typescript_1() -> anyhow::Result<RowServer> {
+async fn typescript_1(args: &[&str]) -> anyhow::Result<RowServer> {
     require(
         peers().join("node_modules/@modelcontextprotocol/sdk/package.json"),
         "@modelcontextprotocol/sdk 1.32.2",
     )?;
-    matrix::spawn_peer(&node()?, &peers().join("ts_server.mjs"), &[]).await
+    matrix::spawn_peer(&node()?, &peers().join("ts_server.mjs"), args).await
 }
 
 async fn typescript_2() -> anyhow::Result<RowServer> {
@@ -209,20 +219,17 @@ async fn typescript_2() -> anyhow::Result<RowServer> {
     matrix::spawn_peer(&node()?, &peers().join("ts2_server.mjs"), &[]).await
 }
 
-async fn python() -> anyhow::Result<RowServer> {
+/// The Python SDK's server with `args`: mcp 2.3.0 hands one event store
+/// to every session and names a call's stream by its JSON-RPC id, so
+/// sessions sharing a store replay each other's calls;
+/// `--store-per-session` gives each session a store of its own,
+/// `--no-store` none.
+async fn python(args: &[&str]) -> anyhow::Result<RowServer> {
     let python = require(
         repo().join("target/peers-venv/bin/python"),
         "the Python SDK (mcp) virtualenv",
     )?;
-    // mcp 2.3.0 hands one event store to every session and names a call's
-    // stream by its JSON-RPC id, so sessions sharing a store replay each
-    // other's calls; the script gives each session a store of its own.
-    matrix::spawn_peer(
-        &python,
-        &peers().join("py_server.py"),
-        &["--store-per-session"],
-    )
-    .await
+    matrix::spawn_peer(&python, &peers().join("py_server.py"), args).await
 }
 
 async fn rmcp_3(side: Side) -> anyhow::Result<RowServer> {
@@ -245,13 +252,29 @@ async fn run_row(
     server: RowServer,
     no_poll: Option<&str>,
 ) -> anyhow::Result<RowRecord> {
+    run_row_of(row, label, server, no_poll, Delivers::Everything).await
+}
+
+/// [`run_row`], for a server that delivers what `delivers` says after a
+/// cut.
+async fn run_row_of(
+    row: &'static str,
+    label: &'static str,
+    server: RowServer,
+    no_poll: Option<&str>,
+    delivers: Delivers,
+) -> anyhow::Result<RowRecord> {
     let cells = Shape::ALL.map(|shape| {
         let addr = server.addr;
         async move {
             if let (Shape::Poll, Some(why)) = (shape, no_poll) {
                 return CellRecord::not_applicable(shape.name(), why);
             }
-            matrix::run_cell(shape.name(), addr, &shape.plan(), ForkConfig::Observed).await
+            let plan = Plan {
+                server: delivers,
+                ..shape.plan()
+            };
+            matrix::run_cell(shape.name(), addr, &plan, ForkConfig::Observed).await
         }
     });
     let cells = futures::future::join_all(cells).await;
@@ -266,7 +289,7 @@ const RMCP_NO_POLL: &str = "no API for a tool to close its own request stream: u
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn typescript_sdk_1_32_2() -> anyhow::Result<()> {
-    let server = typescript_1().await?;
+    let server = typescript_1(&[]).await?;
     let label = "TypeScript SDK 1.32.2, its example InMemoryEventStore";
     run_row("typescript-1.32.2", label, server, None)
         .await
@@ -293,7 +316,7 @@ async fn typescript_sdk_2_4_0() -> anyhow::Result<()> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn python_sdk_2_3_0() -> anyhow::Result<()> {
-    let server = python().await?;
+    let server = python(&["--store-per-session"]).await?;
     let label = "Python SDK 2.3.0, an in-memory event store per session";
     run_row("python-2.3.0", label, server, None).await.map(drop)
 }
@@ -321,4 +344,57 @@ async fn rmcp_resume_fork() -> anyhow::Result<()> {
     let server = rmcp_3(Side::Fork).await?;
     let label = "rmcp-resume (this fork), its defaults";
     run_row("rmcp-resume", label, server, None).await.map(drop)
+}
+
+/// Why a server without an event store has no `poll` cell: closing a
+/// call's stream is only offered to servers that can resume it.
+const NO_STORE_NO_POLL: &str =
+    "the server keeps no event store, so it cannot close a call's stream for a poll (SEP-1699)";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn typescript_sdk_1_32_2_without_an_event_store() -> anyhow::Result<()> {
+    let server = typescript_1(&["--no-store"]).await?;
+    let label = "TypeScript SDK 1.32.2, no event store (its default)";
+    run_row_of(
+        "typescript-1.32.2-no-store",
+        label,
+        server,
+        Some(NO_STORE_NO_POLL),
+        Delivers::NothingAfterACut,
+    )
+    .await
+    .map(drop)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_sdk_2_3_0_without_an_event_store() -> anyhow::Result<()> {
+    let server = python(&["--no-store"]).await?;
+    let label = "Python SDK 2.3.0, no event store (its default)";
+    run_row_of(
+        "python-2.3.0-no-store",
+        label,
+        server,
+        Some(NO_STORE_NO_POLL),
+        Delivers::NothingAfterACut,
+    )
+    .await
+    .map(drop)
+}
+
+/// The Python SDK as its documentation sets it up: one event store for
+/// every session, whose stream ids are JSON-RPC ids, so that a resume can
+/// be answered with another session's call of the same id.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_sdk_2_3_0_with_its_documented_shared_store() -> anyhow::Result<()> {
+    let server = python(&[]).await?;
+    let label = "Python SDK 2.3.0, one event store shared by every session (as documented)";
+    run_row_of(
+        "python-2.3.0-shared-store",
+        label,
+        server,
+        None,
+        Delivers::OtherSessionsEvents,
+    )
+    .await
+    .map(drop)
 }

@@ -127,7 +127,9 @@ def store_per_session(manager) -> None:
 
 
 async def main() -> None:
-    app = server.streamable_http_app(event_store=MemoryEventStore(), retry_interval=200)
+    # `--no-store`: no event store, nothing resumable (the SDK's default).
+    store = None if "--no-store" in sys.argv[1:] else MemoryEventStore()
+    app = server.streamable_http_app(event_store=store, retry_interval=200)
     if "--store-per-session" in sys.argv[1:]:
         store_per_session(server.session_manager)
     app.router.routes.append(Route("/release", release))

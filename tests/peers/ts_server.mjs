@@ -1,5 +1,6 @@
 // The TypeScript SDK's server with resumability (its example in-memory event
-// store), for the fork's client to resume against. Prints "listening <port>".
+// store; none with `--no-store`), for the fork's client to resume against.
+// Prints "listening <port>".
 // `work` reports progress, then waits until something POSTs /release, so a
 // test decides when the response is produced (while its client is away);
 // `quick`, `quiet` and `poll` are the client peer matrix's tools.
@@ -133,7 +134,9 @@ const http = createServer(async (req, res) => {
     }
     transport = new StreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
-      eventStore: new InMemoryEventStore(),
+      // `--no-store`: no event store, so nothing can be resumed (the
+      // SDK's default); the peer matrix's row for servers that cannot.
+      eventStore: process.argv.includes("--no-store") ? undefined : new InMemoryEventStore(),
       retryInterval: 200,
       onsessioninitialized: (id) => transports.set(id, transport),
     });

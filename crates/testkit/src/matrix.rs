@@ -136,10 +136,40 @@ pub struct Plan {
     pub cut_after_first_progress: Option<Duration>,
     /// The cell's limit, from the connect to the last answer.
     pub limit: Duration,
+    /// What the server can deliver after a cut, which sets the best
+    /// outcome a client can reach.
+    pub server: Delivers,
     /// The most `GET`s (resumes and standalone streams together) the
     /// fork's client may send in the cell: an answer after a reconnect
     /// loop is a failure, not a pass.
     pub max_gets: usize,
+}
+
+/// What a row's server can deliver after a cut.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Delivers {
+    /// It resumes a cut stream from its event store: every call answers
+    /// whole.
+    Everything,
+    /// It keeps no event store: a cut call can at best fail typed.
+    NothingAfterACut,
+    /// Its one event store is shared by every session under ids that
+    /// collide (mcp 2.3.0 as documented): a resume may be answered with
+    /// another session's events, which no client can tell from its own,
+    /// so a partial answer is recorded, not failed.
+    OtherSessionsEvents,
+}
+
+impl Delivers {
+    /// Whether `outcome` is the best this server allows.
+    fn allows(self, outcome: Outcome) -> bool {
+        match (self, outcome) {
+            (_, Outcome::Ok) => true,
+            (Delivers::NothingAfterACut, Outcome::Typed) => true,
+            (Delivers::OtherSessionsEvents, Outcome::Typed | Outcome::Partial) => true,
+            _ => false,
+        }
+    }
 }
 
 // ---------------------------------------------------------------- clients
@@ -685,7 +715,7 @@ pub fn judge(
             fork.outcome.words(),
             fork.why()
         ));
-    } else if fork.outcome != Outcome::Ok {
+    } else if !plan.server.allows(fork.outcome) {
         if verdict == "ok" {
             verdict = "FAIL";
         }
@@ -825,6 +855,7 @@ mod tests {
             calls: vec![quick(1)],
             cut_after_first_progress: cut.then(|| Duration::from_secs(1)),
             limit: Duration::from_secs(5),
+            server: Delivers::Everything,
             max_gets,
         }
     }
