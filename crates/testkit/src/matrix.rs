@@ -163,12 +163,15 @@ pub enum Delivers {
 impl Delivers {
     /// Whether `outcome` is the best this server allows.
     fn allows(self, outcome: Outcome) -> bool {
-        match (self, outcome) {
-            (_, Outcome::Ok) => true,
-            (Delivers::NothingAfterACut, Outcome::Typed) => true,
-            (Delivers::OtherSessionsEvents, Outcome::Typed | Outcome::Partial) => true,
-            _ => false,
-        }
+        matches!(
+            (self, outcome),
+            (_, Outcome::Ok)
+                | (Delivers::NothingAfterACut, Outcome::Typed)
+                | (
+                    Delivers::OtherSessionsEvents,
+                    Outcome::Typed | Outcome::Partial
+                )
+        )
     }
 }
 
