@@ -5,6 +5,11 @@
 //!   against its own server, sampled in interleaved blocks.
 //! - `throughput`: tool calls/s with 1, 16 and 64 concurrent clients, each
 //!   side against its own server, in interleaved rounds.
+//! - `floor`: the protocol's floor (`harness/floor.rs`: the same HTTP
+//!   stack answering a JSON-RPC `POST` with a one-event SSE stream, no MCP)
+//!   beside upstream and the fork in interleaved rounds: p50, calls/s at
+//!   1/16/64 clients, allocations per call, each also as a multiple of the
+//!   floor.
 //! - `allocations`: heap allocations per tool call, for each pairing of
 //!   server and client (a counting global allocator; both sides alike).
 //! - `memory`: resident memory per idle session holding one open GET stream,
@@ -53,6 +58,9 @@ use tokio_util::sync::CancellationToken;
 use tracing_subscriber::layer::SubscriberExt;
 
 type AnyResult<T> = anyhow::Result<T>;
+
+#[path = "harness/floor.rs"]
+mod floor;
 
 /// Counts heap allocations process-wide, for the allocations-per-call
 /// figure; both sides run under it alike.
@@ -269,6 +277,151 @@ async fn throughput(quick: bool) -> AnyResult<Value> {
             }
         }
         out.insert(k.to_string(), Value::Object(row));
+    }
+    ct.cancel();
+    Ok(Value::Object(out))
+}
+
+/// One arm of the floor section: the floor's bare client, or an rmcp
+/// client of either side.
+enum Arm {
+    Floor(floor::Client, AtomicUsize),
+    Rmcp(RunningService<RoleClient, ClientConfig>),
+}
+
+impl Arm {
+    async fn call(&self) -> AnyResult<()> {
+        match self {
+            Arm::Floor(client, ids) => {
+                client
+                    .call(ids.fetch_add(1, Ordering::Relaxed) as u64)
+                    .await
+            }
+            Arm::Rmcp(client) => client.call_tool(sum()?).await.map(drop).map_err(Into::into),
+        }
+    }
+
+    async fn close(self) -> AnyResult<()> {
+        if let Arm::Rmcp(client) = self {
+            client.cancel().await?;
+        }
+        Ok(())
+    }
+}
+
+/// The arms' names, in the order [`arms`] makes them.
+const ARMS: [&str; 3] = ["floor", "upstream", "fork"];
+
+/// `k` clients of each arm, each arm against its own server.
+async fn arms(k: usize, ct: &CancellationToken) -> AnyResult<Vec<Vec<Arm>>> {
+    let url = floor::serve(ct).await?;
+    let mut out = vec![
+        (0..k)
+            .map(|_| Arm::Floor(floor::Client::new(&url), AtomicUsize::new(1)))
+            .collect(),
+    ];
+    for side in [Side::Upstream, Side::Fork] {
+        let url = serve(side, ct).await?;
+        let mut clients = Vec::with_capacity(k);
+        for _ in 0..k {
+            clients.push(Arm::Rmcp(client(side, &url).await?));
+        }
+        out.push(clients);
+    }
+    Ok(out)
+}
+
+/// The protocol's floor ([`floor`]) beside upstream and the fork, in one
+/// run with interleaved rounds: p50 of a call from one client, calls/s
+/// with 1, 16 and 64 clients, and allocations per call (client and server
+/// together); each side also as a multiple of the floor.
+async fn floor_section(quick: bool) -> AnyResult<Value> {
+    let (rounds, block, batches) = if quick { (4, 50, 10) } else { (12, 100, 40) };
+    let ct = CancellationToken::new();
+    let mut out = serde_json::Map::new();
+
+    let fleets = arms(1, &ct).await?;
+    for fleet in &fleets {
+        for _ in 0..200 {
+            fleet[0].call().await?;
+        }
+    }
+    let mut samples: Vec<Vec<Duration>> = vec![Vec::new(); ARMS.len()];
+    let mut allocations = [0f64; 3];
+    for round in 0..rounds {
+        for i in (0..ARMS.len()).map(|i| (i + round) % ARMS.len()) {
+            let before = ALLOCATIONS.load(Ordering::Relaxed);
+            for _ in 0..block {
+                let started = Instant::now();
+                fleets[i][0].call().await?;
+                samples[i].push(started.elapsed());
+            }
+            allocations[i] += (ALLOCATIONS.load(Ordering::Relaxed) - before) as f64;
+        }
+    }
+    let calls = (rounds * block) as f64;
+    let p50: Vec<f64> = samples
+        .iter_mut()
+        .map(|s| {
+            s.sort();
+            percentile(s, 0.50)
+        })
+        .collect();
+    for fleet in fleets {
+        for arm in fleet {
+            arm.close().await?;
+        }
+    }
+    let mut rates = serde_json::Map::new();
+    for k in [1usize, 16, 64] {
+        let fleets = arms(k, &ct).await?;
+        let mut per_arm: Vec<Vec<f64>> = vec![Vec::new(); ARMS.len()];
+        for fleet in &fleets {
+            for _ in 0..batches / 2 {
+                futures::future::try_join_all(fleet.iter().map(Arm::call)).await?;
+            }
+        }
+        for round in 0..rounds {
+            for i in (0..ARMS.len()).map(|i| (i + round) % ARMS.len()) {
+                let started = Instant::now();
+                for _ in 0..batches {
+                    futures::future::try_join_all(fleets[i].iter().map(Arm::call)).await?;
+                }
+                per_arm[i].push((batches * k) as f64 / started.elapsed().as_secs_f64());
+            }
+        }
+        let medians: Vec<f64> = per_arm
+            .into_iter()
+            .map(|mut r| {
+                r.sort_by(f64::total_cmp);
+                r[r.len() / 2]
+            })
+            .collect();
+        rates.insert(k.to_string(), json!(medians));
+        for fleet in fleets {
+            for arm in fleet {
+                arm.close().await?;
+            }
+        }
+    }
+    for (i, name) in ARMS.iter().enumerate() {
+        let rate = |k: &str| rates[k][i].as_f64().unwrap_or(f64::NAN);
+        let floor_rate = |k: &str| rates[k][0].as_f64().unwrap_or(f64::NAN);
+        out.insert(
+            (*name).into(),
+            json!({
+                "p50_us": p50[i],
+                "p50_x_floor": p50[i] / p50[0],
+                "allocations_per_call": allocations[i] / calls,
+                "allocations_x_floor": allocations[i] / allocations[0],
+                "calls_per_s": { "1": rate("1"), "16": rate("16"), "64": rate("64") },
+                "calls_per_s_of_floor": {
+                    "1": rate("1") / floor_rate("1"),
+                    "16": rate("16") / floor_rate("16"),
+                    "64": rate("64") / floor_rate("64"),
+                },
+            }),
+        );
     }
     ct.cancel();
     Ok(Value::Object(out))
@@ -758,6 +911,10 @@ fn main() -> AnyResult<()> {
         if wanted("throughput") {
             eprintln!("harness: throughput at 1/16/64 concurrent clients");
             results.insert("throughput".into(), throughput(quick).await?);
+        }
+        if wanted("floor") {
+            eprintln!("harness: the protocol's floor beside upstream and the fork");
+            results.insert("floor".into(), floor_section(quick).await?);
         }
         if wanted("allocations") {
             eprintln!("harness: allocations per call");
