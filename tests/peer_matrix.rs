@@ -398,3 +398,94 @@ async fn python_sdk_2_3_0_with_its_documented_shared_store() -> anyhow::Result<(
     .await
     .map(drop)
 }
+
+/// The blackholed connection: 1 s into a 120 s quiet call, the proxy stops
+/// passing anything on the connections open then, and tells neither end (a
+/// NAT or load balancer that dropped its state, a laptop asleep). Upstream
+/// rmcp 3.11.0's server sends a keep-alive comment every 15 s, so a client
+/// that watches its bytes can tell the connection is dead and resume on a
+/// new one; the fork's client, with its defaults, must answer whole within
+/// the tool's time plus its documented detection bound.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_blackholed_connection_under_a_quiet_tool_is_found_and_resumed() -> anyhow::Result<()> {
+    const QUIET: u64 = 120_000;
+    let server = rmcp_3(Side::Upstream).await?;
+    let plan = Plan {
+        path: PathKind::Blackhole,
+        calls: vec![quiet(QUIET)],
+        cut_after_first_progress: Some(Duration::from_secs(1)),
+        // The tool's 120 s, the client's detection bound (docs/client.md),
+        // and room for the resume.
+        limit: Duration::from_millis(QUIET) + Duration::from_secs(75),
+        server: Delivers::Everything,
+        // The call's resume and the standalone stream's, and a few more.
+        max_gets: 8,
+    };
+    let cell = matrix::run_cell("blackhole", server.addr, &plan, ForkConfig::Default).await;
+    let record = RowRecord {
+        row: "rmcp-3.11.0-blackhole",
+        label: "rmcp 3.11.0 (upstream): `quiet 120000`, its connections blackholed 1 s in (the fork's default config)",
+        cells: vec![cell],
+    };
+    matrix::write_record(&repo().join("target/peer-matrix"), &record)?;
+    matrix::report(&record)
+}
+
+/// The session lost mid-call: 1 s after a 12 s quiet call's first progress,
+/// the TypeScript server forgets every session (as a restart does) and the
+/// connection is cut. The resume meets `404`: nothing can bring the call
+/// back, so the fork's client must end it at once with its typed failure,
+/// within a few `GET`s, never retry the dead session for the tool's time.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_lost_mid_call_ends_the_call_typed() -> anyhow::Result<()> {
+    let server = typescript_1(&[]).await?;
+    let plan = Plan {
+        path: PathKind::SessionLost,
+        calls: vec![quiet(QUIET_MS)],
+        cut_after_first_progress: Some(Duration::from_secs(1)),
+        // Well before the tool's own 12 s: the call ends when the `404`
+        // comes, not when the tool would have answered.
+        limit: Duration::from_secs(8),
+        server: Delivers::NothingAfterACut,
+        max_gets: 4,
+    };
+    let cell = matrix::run_cell("session-lost", server.addr, &plan, ForkConfig::Default).await;
+    let record = RowRecord {
+        row: "typescript-1.32.2-session-lost",
+        label: "TypeScript SDK 1.32.2: `quiet 12000`, every session forgotten 1 s in, the connection cut (the fork's default config)",
+        cells: vec![cell],
+    };
+    matrix::write_record(&repo().join("target/peer-matrix"), &record)?;
+    matrix::report(&record)
+}
+
+/// A 60 s half-open connection against the TypeScript SDK 2.4.0 server: 1 s
+/// after a 75 s quiet call's first progress, the client's side of its
+/// connection goes and the server's stays open for 60 s, so the server
+/// answers every resume in that minute `409` (the stream is still
+/// connected, as it sees it). The fork's client must wait that out with a
+/// bounded number of `GET`s and answer whole once the server lets go.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_minute_half_open_against_typescript_2_is_waited_out_within_bounds() -> anyhow::Result<()>
+{
+    const QUIET: u64 = 75_000;
+    let server = typescript_2().await?;
+    let plan = Plan {
+        path: PathKind::HalfOpen(Duration::from_secs(60)),
+        calls: vec![quiet(QUIET)],
+        cut_after_first_progress: Some(Duration::from_secs(1)),
+        limit: Duration::from_millis(QUIET) + CELL_SLACK,
+        server: Delivers::Everything,
+        // A resume refused `409` now and then for a minute, then one that
+        // holds; the standalone stream's own.
+        max_gets: 16,
+    };
+    let cell = matrix::run_cell("half-open-60s", server.addr, &plan, ForkConfig::Default).await;
+    let record = RowRecord {
+        row: "typescript-2.4.0-half-open-60s",
+        label: "TypeScript SDK 2.4.0: `quiet 75000`, the client's side cut 1 s in, the server's 60 s later (the fork's default config)",
+        cells: vec![cell],
+    };
+    matrix::write_record(&repo().join("target/peer-matrix"), &record)?;
+    matrix::report(&record)
+}

@@ -120,6 +120,14 @@ function buildServer() {
 
 const transports = new Map();
 const http = createServer(async (req, res) => {
+  if (req.url === "/forget") {
+    // The peer matrix's session-lost shape: every session is forgotten, as
+    // by a restart, and later requests naming one get 404.
+    const forgotten = transports.size;
+    transports.clear();
+    res.writeHead(200).end(`forgot ${forgotten}`);
+    return;
+  }
   if (req.url === "/release") {
     release();
     res.writeHead(200).end("released");

@@ -110,6 +110,14 @@ pub enum PathKind {
     /// this much later: the server still counts the cut stream as connected
     /// when the resume arrives (the TypeScript SDK answers `409` then).
     HalfOpen(Duration),
+    /// The plan's cut blackholes the connections open then: nothing more
+    /// crosses them and neither end is told (a NAT or load balancer that
+    /// dropped its state); new connections go through.
+    Blackhole,
+    /// The plan's cut also makes the server forget every session (a `POST`
+    /// to its `/forget`, which the TypeScript peer offers): the resume
+    /// meets `404`.
+    SessionLost,
     /// Responses held until 64 KiB or their end ([`BufferingProxy`]).
     Buffering,
     /// Connections closed at random (`seed`, lifetimes in `min..max`), from
@@ -615,6 +623,14 @@ pub async fn run_client(
                 tokio::time::sleep(after).await;
                 match plan.path {
                     PathKind::HalfOpen(hold) => proxy.cut_client_side(hold),
+                    PathKind::Blackhole => proxy.blackhole(),
+                    PathKind::SessionLost => {
+                        let forget = format!("http://{target}/forget");
+                        if let Err(error) = reqwest::Client::new().post(forget).send().await {
+                            tracing::warn!(%error, "the server did not forget its sessions");
+                        }
+                        proxy.cut();
+                    }
                     _ => proxy.cut(),
                 }
             }

@@ -11,6 +11,9 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{Notify, watch};
 use tokio_util::sync::CancellationToken;
 
+/// How long a blackholed connection's sockets are held open.
+const BLACKHOLE_HOLD: Duration = Duration::from_secs(900);
+
 /// A cuttable proxy in front of one server.
 #[derive(Clone)]
 pub struct Proxy {
@@ -26,6 +29,7 @@ pub struct Proxy {
     churn: Arc<std::sync::Mutex<Option<Churn>>>,
     cuts: Arc<AtomicUsize>,
     cut_connections: Arc<AtomicUsize>,
+    blackhole: Arc<watch::Sender<u64>>,
     /// How long a cut keeps the server's side open, in milliseconds.
     half_open_ms: Arc<std::sync::atomic::AtomicU64>,
     conflicts: Arc<AtomicUsize>,
@@ -61,6 +65,7 @@ impl Proxy {
     ) -> std::io::Result<Self> {
         let listener = TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], 0))).await?;
         let (cut, _) = watch::channel(0u64);
+        let (blackhole, _) = watch::channel(0u64);
         let proxy = Self {
             addr: listener.local_addr()?,
             cut: Arc::new(cut),
@@ -73,6 +78,7 @@ impl Proxy {
             churn: Arc::default(),
             cuts: Arc::default(),
             cut_connections: Arc::default(),
+            blackhole: Arc::new(blackhole),
             half_open_ms: Arc::default(),
             conflicts: Arc::default(),
         };
@@ -95,6 +101,7 @@ impl Proxy {
 
     async fn relay(self, client: TcpStream, server: TcpStream) {
         let mut cut = self.cut.subscribe();
+        let mut blackhole = self.blackhole.subscribe();
         let lifetime = self
             .churn
             .lock()
@@ -168,9 +175,11 @@ impl Proxy {
             }
         };
         let mut was_cut = false;
+        let mut blackholed = false;
         tokio::select! {
             _ = upstream => {}
             _ = downstream => {}
+            _ = blackhole.changed() => blackholed = true,
             _ = cut.changed() => {
                 was_cut = true;
                 self.cut_connections.fetch_add(1, Ordering::SeqCst);
@@ -178,6 +187,15 @@ impl Proxy {
             _ = expiry => {
                 self.cuts.fetch_add(1, Ordering::SeqCst);
             }
+        }
+        if blackholed {
+            // Nothing crosses any more, and neither side is told: both
+            // sockets stay open (a NAT or load balancer that dropped its
+            // state, a laptop asleep), for longer than any test runs.
+            self.cut_connections.fetch_add(1, Ordering::SeqCst);
+            let _held = (client_read, client_write, server_read, server_write);
+            tokio::time::sleep(BLACKHOLE_HOLD).await;
+            return;
         }
         let hold = Duration::from_millis(self.half_open_ms.load(Ordering::SeqCst));
         if was_cut && !hold.is_zero() {
@@ -261,6 +279,12 @@ impl Proxy {
         let ms = u64::try_from(hold.as_millis()).unwrap_or(u64::MAX);
         self.half_open_ms.store(ms, Ordering::SeqCst);
         self.cut.send_modify(|v| *v += 1);
+    }
+
+    /// Blackholes every connection open now: nothing more crosses it either
+    /// way and neither end is told; later connections are unaffected.
+    pub fn blackhole(&self) {
+        self.blackhole.send_modify(|v| *v += 1);
     }
 
     /// Closes every connection open now; later ones are unaffected.
