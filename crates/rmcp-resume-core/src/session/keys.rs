@@ -3,8 +3,8 @@
 //! A session's request streams are numbered by the server (its counter, or
 //! a block of numbers a shared log reserved), so no peer chooses these keys
 //! and SipHash's defence against chosen collisions buys nothing there; it cost about 0.8 k instructions
-//! per tool call over upstream (docs/benchmarks.md). Keys a peer writes (a
-//! JSON-RPC request id, a session id in a header) keep the standard hasher.
+//! per tool call over upstream (docs/perf/2026-12-03-server-instruction-profile.md). Keys a
+//! peer writes (a JSON-RPC request id, a session id in a header) keep the standard hasher.
 
 use std::hash::{BuildHasherDefault, Hasher};
 

@@ -3,8 +3,9 @@
 //! The loop reads its deadlines (a stalled reader's, the next answered
 //! stream's expiry) at every turn. A fresh `sleep_until` per turn registers
 //! with tokio's timer wheel and leaves it again, about 0.9 k instructions per
-//! tool call (docs/benchmarks.md); one `Sleep` re-armed only when its deadline
-//! moves leaves the wheel alone on the common path.
+//! tool call (docs/perf/2026-12-03-server-instruction-profile.md); one
+//! `Sleep` re-armed only when its deadline moves leaves the wheel alone on
+//! the common path.
 
 use std::pin::Pin;
 use std::time::Duration;
