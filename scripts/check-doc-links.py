@@ -3,7 +3,7 @@
 
     python3 scripts/check-doc-links.py
 
-- README.md and docs/*.md: every relative link must name a file or directory
+- README.md and docs/**/*.md: every relative link must name a file or directory
   that exists, and a `#fragment` a heading of the file it points into.
 - crates/*/README.md are what crates.io shows, where relative links do not
   resolve: they may hold only absolute (https) links.
@@ -46,7 +46,7 @@ def external(target):
 def main():
     errors = []
     checked = 0
-    for md in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+    for md in [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]:
         for target in targets(md.read_text()):
             if external(target):
                 continue
