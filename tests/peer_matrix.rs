@@ -421,7 +421,7 @@ async fn a_blackholed_connection_under_a_quiet_tool_is_found_and_resumed() -> an
         // The call's resume and the standalone stream's, and a few more.
         max_gets: 8,
     };
-    let cell = matrix::run_cell("blackhole", server.addr, &plan, ForkConfig::Default).await;
+    let cell = matrix::run_cell("quiet", server.addr, &plan, ForkConfig::Default).await;
     let record = RowRecord {
         row: "rmcp-3.11.0-blackhole",
         label: "rmcp 3.11.0 (upstream): `quiet 120000`, its connections blackholed 1 s in (the fork's default config)",
@@ -449,7 +449,7 @@ async fn a_session_lost_mid_call_ends_the_call_typed() -> anyhow::Result<()> {
         server: Delivers::NothingAfterACut,
         max_gets: 4,
     };
-    let cell = matrix::run_cell("session-lost", server.addr, &plan, ForkConfig::Default).await;
+    let cell = matrix::run_cell("quiet", server.addr, &plan, ForkConfig::Default).await;
     let record = RowRecord {
         row: "typescript-1.32.2-session-lost",
         label: "TypeScript SDK 1.32.2: `quiet 12000`, every session forgotten 1 s in, the connection cut (the fork's default config)",
@@ -480,7 +480,7 @@ async fn a_minute_half_open_against_typescript_2_is_waited_out_within_bounds() -
         // holds; the standalone stream's own.
         max_gets: 16,
     };
-    let cell = matrix::run_cell("half-open-60s", server.addr, &plan, ForkConfig::Default).await;
+    let cell = matrix::run_cell("half-cut", server.addr, &plan, ForkConfig::Default).await;
     let record = RowRecord {
         row: "typescript-2.4.0-half-open-60s",
         label: "TypeScript SDK 2.4.0: `quiet 75000`, the client's side cut 1 s in, the server's 60 s later (the fork's default config)",
