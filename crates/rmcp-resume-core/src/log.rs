@@ -41,6 +41,8 @@ use crate::resumption::{LogView, RmcpEventId, StreamId};
 mod budget;
 mod reader;
 #[cfg(test)]
+mod room_wake;
+#[cfg(test)]
 mod tests;
 
 pub use budget::{Budget, Meter, Window};
@@ -199,10 +201,17 @@ impl<E> LogState<E> {
         self.entries.len() >= self.window.max_events && self.holding_the_floor().is_some()
     }
 
-    /// Whether a reader holds back a producer that waits: for the count
-    /// cap, or for bytes (`starved`) that only the oldest event would free.
-    fn is_held_back(&self, starved: bool) -> bool {
-        self.is_full() || (starved && self.holding_the_floor().is_some())
+    /// The primary that owes its connection an event, and when it will
+    /// count as stalled: `stall` past [`owing_since`](Self::owing_since).
+    /// Whether a message waits behind it does not matter: what it has not
+    /// read is held for it either way (D2 of issue #43).
+    fn stalls_at(&self, stall: Duration) -> Option<(ReaderId, Instant)> {
+        let reader = self.readers.iter().find(|r| {
+            r.role == Role::Primary
+                && r.position < self.next_index
+                && r.end_at.is_none_or(|end| r.position < end)
+        })?;
+        Some((reader.id, later(self.owing_since(reader), stall)))
     }
 
     /// Evicts what the window no longer covers before one more event is
@@ -523,15 +532,11 @@ impl<E: Clone> StreamLog<E> {
             .sum()
     }
 
-    /// When the reader holding a full log back will have made no progress
-    /// for `stall`; `None` when nothing holds it back.
+    /// When this log's primary, which owes its connection an event, will
+    /// have owed it for `stall` with no progress; `None` when it owes
+    /// nothing (or there is none).
     pub fn stall_deadline(&self, stall: Duration) -> Option<Instant> {
-        let state = self.lock();
-        if !state.is_held_back(self.budget.is_starved()) {
-            return None;
-        }
-        let reader = state.holding_the_floor()?;
-        Some(later(state.owing_since(reader), stall))
+        self.lock().stalls_at(stall).map(|(_, at)| at)
     }
 
     /// Until when this log's primary counts as reading it: while it owes an
@@ -549,20 +554,19 @@ impl<E: Clone> StreamLog<E> {
         Some(later(state.owing_since(reader), stall))
     }
 
-    /// Ends the reader holding a full log back if it has made no progress
-    /// for `stall` by `now`. Returns whether one was ended; the floor may
-    /// then move past it, and its resume is told so.
+    /// Ends this log's primary if by `now` it has owed its connection an
+    /// event for `stall` with no progress: exactly when
+    /// [`stall_deadline`](Self::stall_deadline) is due, so an owner that
+    /// sleeps until that deadline never wakes for nothing twice. Returns
+    /// whether one was ended; the floor may then move past it, and its
+    /// resume is told so.
     pub fn end_stalled(&self, now: Instant, stall: Duration) -> bool {
         let mut state = self.lock();
-        if !state.is_held_back(self.budget.is_starved()) {
-            return false;
-        }
-        let Some(at) = state.holding_the_floor().and_then(|stalled| {
-            let id = stalled.id;
-            (now.saturating_duration_since(state.owing_since(stalled)) >= stall)
-                .then(|| state.readers.iter().position(|r| r.id == id))
-                .flatten()
-        }) else {
+        let Some(at) = state
+            .stalls_at(stall)
+            .filter(|(_, due)| *due <= now)
+            .and_then(|(id, _)| state.readers.iter().position(|r| r.id == id))
+        else {
             return false;
         };
         let gone = state.remove(at, now);
@@ -595,10 +599,12 @@ impl<E: Clone> StreamLog<E> {
         let mut state = self.lock();
         Self::push_primary(&mut state, self.stream, id, position);
         // The reader it replaced may have been what held a message back.
-        if state.blocked || self.budget.is_starved() {
+        let tell = state.blocked || self.budget.is_starved();
+        drop(state);
+        // Outside the lock: the producer's waker may lock this log (D3).
+        if tell {
             self.room.notify();
         }
-        drop(state);
         // A reader it ended or demoted must look again.
         self.ring();
     }
@@ -711,12 +717,14 @@ impl<E: Clone> StreamLog<E> {
         };
         let gone = state.remove(at, Instant::now());
         tracing::trace!(reader = id, position = gone.position, role = ?gone.role, "reader detached");
-        if state.blocked || self.budget.is_starved() {
-            self.room.notify();
-        }
+        let tell = state.blocked || self.budget.is_starved();
         let promoted = gone.role == Role::Primary;
         drop(state);
         drop(forgotten);
+        // Outside the lock: the producer's waker may lock this log (D3).
+        if tell {
+            self.room.notify();
+        }
         if promoted {
             self.ring();
         }
@@ -727,32 +735,42 @@ impl<E: Clone> StreamLog<E> {
     /// it unread and send it on the new connection too.
     #[cfg(test)]
     fn step(&self, id: ReaderId) -> Step<E> {
-        self.step_in(&mut self.lock(), id)
+        let (step, tell) = self.step_in(&mut self.lock(), id);
+        if tell {
+            self.room.notify();
+        }
+        step
     }
 
     /// [`step`](Self::step), parking the reader with `waker` when it has
     /// nothing to do, under the same lock, so no change can slip between.
     fn step_or_park(&self, id: ReaderId, waker: &Waker) -> Step<E> {
         let mut state = self.lock();
-        let step = self.step_in(&mut state, id);
+        let (step, tell) = self.step_in(&mut state, id);
         let replaced = match step {
             Step::Wait => state.park(id, waker),
             _ => None,
         };
         drop(state);
         drop(replaced);
+        // Outside the lock: the producer's waker may lock this log (D3).
+        if tell {
+            self.room.notify();
+        }
         step
     }
 
-    fn step_in(&self, state: &mut LogState<E>, id: ReaderId) -> Step<E> {
+    /// The reader's next step, and whether the producer must be told that
+    /// it made room (which the caller does once the lock is released).
+    fn step_in(&self, state: &mut LogState<E>, id: ReaderId) -> (Step<E>, bool) {
         let Some(reader) = state.readers.iter().find(|r| r.id == id) else {
-            return Step::Done;
+            return (Step::Done, false);
         };
         if reader.end_at.is_some_and(|end| reader.position >= end) {
-            return Step::Done;
+            return (Step::Done, false);
         }
         if reader.role == Role::Shadow {
-            return Step::Wait;
+            return (Step::Wait, false);
         }
         let floor = state.floor();
         if reader.position < floor {
@@ -764,7 +782,7 @@ impl<E: Clone> StreamLog<E> {
                 floor,
                 "reader fell below the replay floor"
             );
-            return Step::Done;
+            return (Step::Done, false);
         }
         let offset = reader.position - floor;
         let logged = match usize::try_from(offset)
@@ -776,16 +794,14 @@ impl<E: Clone> StreamLog<E> {
                 id: entry.id.clone(),
                 event: entry.event.clone(),
             },
-            None if state.finished => return Step::Done,
-            None => return Step::Wait,
+            None if state.finished => return (Step::Done, false),
+            None => return (Step::Wait, false),
         };
         if let Some(reader) = state.readers.iter_mut().find(|r| r.id == id) {
             reader.position = logged.index.saturating_add(1);
             reader.progressed_at = Instant::now();
         }
-        if (state.blocked && !state.is_full()) || self.budget.is_starved() {
-            self.room.notify();
-        }
-        Step::Send(logged)
+        let tell = (state.blocked && !state.is_full()) || self.budget.is_starved();
+        (Step::Send(logged), tell)
     }
 }

@@ -62,6 +62,8 @@ mod keys;
 #[cfg(test)]
 mod model;
 #[cfg(test)]
+mod promises;
+#[cfg(test)]
 mod tests;
 
 /// A session's limits beyond its window and budgets.
@@ -511,14 +513,21 @@ impl<E: Clone, T, X> Session<E, T, X> {
     }
 
     /// Evicts the session's oldest evictable event: of the standalone
-    /// stream, the open request streams, and the earliest answered stream
-    /// that holds any. Returns whether one was evicted.
+    /// stream, the open request streams, every lingering stream (past its
+    /// TTL, kept only for what its reader has not read: what it has read
+    /// is nobody's, D1 of issue #43) and the earliest answered stream that
+    /// holds any. Returns whether one was evicted.
     fn evict_oldest(&mut self) -> bool {
         let answered = self
             .completed
             .iter()
             .filter_map(|(_, m)| self.requests.get(m))
             .find(|r| r.log.oldest_evictable().is_some())
+            .map(|r| &r.log);
+        let lingering = self
+            .lingering
+            .iter()
+            .filter_map(|(_, m)| self.requests.get(m))
             .map(|r| &r.log);
         let open = self
             .requests
@@ -527,6 +536,7 @@ impl<E: Clone, T, X> Session<E, T, X> {
             .map(|r| &r.log);
         std::iter::once(&self.standalone)
             .chain(open)
+            .chain(lingering)
             .chain(answered)
             .filter_map(|log| log.oldest_evictable().map(|at| (at, log)))
             .min_by_key(|(at, _)| *at)
@@ -616,33 +626,29 @@ impl<E: Clone, T, X> Session<E, T, X> {
         true
     }
 
-    /// The logs whose readers hold a waiting message back: a message waits
-    /// only for a reader of its own stream.
-    fn holding_logs(&self) -> Vec<&Arc<StreamLog<E>>> {
-        self.waiting
-            .iter()
-            .filter_map(|stream| self.log(*stream))
-            .collect()
+    /// Every retained stream's log. A reader that owes an event holds it
+    /// whether or not a message waits behind it, so the stall rule looks at
+    /// all of them (D2 of issue #43): one lock each, a few hundred at most
+    /// (the answered streams' cap), once per turn of the owner.
+    fn logs(&self) -> impl Iterator<Item = &Arc<StreamLog<E>>> {
+        std::iter::once(&self.standalone).chain(self.requests.values().map(|r| &r.log))
     }
 
-    /// When the earliest reader holding a waiting message back will count
-    /// as stalled.
+    /// When the earliest reader that owes its connection an event will
+    /// have owed it for the stall timeout with no progress.
     pub fn stall_deadline(&self) -> Option<Instant> {
-        if self.waiting.is_empty() {
-            return None;
-        }
         let stall = self.limits.reader_stall_timeout;
-        self.holding_logs()
-            .into_iter()
+        self.logs()
             .filter_map(|log| log.stall_deadline(stall))
             .min()
     }
 
-    /// Ends readers that owed progress for the stall timeout by `now`, then
-    /// admits what waited for them.
+    /// Ends the readers that by `now` owed an event for the stall timeout
+    /// with no progress, whether or not a message waits for them, then
+    /// admits what waited.
     pub fn end_stalled(&mut self, now: Instant) -> Vec<Admission<T>> {
         let stall = self.limits.reader_stall_timeout;
-        for log in self.holding_logs() {
+        for log in self.logs() {
             if log.end_stalled(now, stall) {
                 tracing::debug!(stream = ?log.stream(), ?stall, "ended a stalled reader");
             }

@@ -344,19 +344,23 @@ fn bytes_are_counted_on_both_meters_and_returned_on_eviction_and_drop() {
     assert_eq!((budget.session().used(), process.used()), (0, 0));
 }
 
-#[test]
-fn a_starved_session_holds_back_only_readers_of_the_oldest_event() {
+/// A reader owing an event holds its bytes whether or not the session is
+/// starved, so its stall deadline runs either way (D2 of issue #43).
+#[tokio::test(start_paused = true)]
+async fn a_reader_owing_an_event_has_a_deadline_starved_or_not() {
     let budget = Budget::new(10, None);
     let log = windowed(Window::new(16, 16, Duration::ZERO), budget.clone());
     log.append((), None, 8);
     log.attach_primary(1, 1);
     let stall = Duration::from_secs(10);
-    assert_eq!(log.stall_deadline(stall), None, "not full, not starved");
-    budget.set_starved(true);
-    assert!(
-        log.stall_deadline(stall).is_some(),
-        "the reader holds the bytes"
+    let due = Instant::now() + stall;
+    assert_eq!(
+        log.stall_deadline(stall),
+        Some(due),
+        "not full, not starved"
     );
+    budget.set_starved(true);
+    assert_eq!(log.stall_deadline(stall), Some(due), "starved");
     assert!(!log.end_stalled(Instant::now(), stall), "not stalled yet");
     assert!(log.end_stalled(Instant::now() + stall, stall));
     assert_eq!(
