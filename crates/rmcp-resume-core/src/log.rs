@@ -36,7 +36,7 @@ use std::time::Duration;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
-use crate::resumption::{LogView, RmcpEventId, StreamId};
+use crate::resumption::{LogView, ReplayNotice, RmcpEventId, StreamId};
 
 mod budget;
 mod reader;
@@ -61,6 +61,45 @@ impl Room {
 
     fn notify(&self) {
         self.0.notify_one();
+    }
+}
+
+/// How a fresh standalone connection was attached
+/// ([`StreamLog::attach_at`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Attached {
+    /// It receives the stream's events from `start`.
+    Primary {
+        /// Its first index.
+        start: u64,
+        /// Where the last primary stopped, when that is below `start`: the
+        /// events in between are gone, and the client must be told
+        /// (`complete: false`, floor `start`).
+        skipped_from: Option<u64>,
+    },
+    /// A keep-alive-only shadow (#659).
+    Shadow,
+}
+
+impl Attached {
+    /// What the client of a fresh standalone connection that skipped must
+    /// be told, as the first frame of its stream: its events stopped at
+    /// `skipped_from - 1`, the stream goes on at `start`, and what lies
+    /// between is not coming (`complete: false`). `None` when nothing was
+    /// skipped.
+    pub fn notice(&self) -> Option<ReplayNotice> {
+        let Self::Primary {
+            start,
+            skipped_from: Some(from),
+        } = *self
+        else {
+            return None;
+        };
+        Some(ReplayNotice {
+            cursor: StreamId::Standalone.event(from.saturating_sub(1)).into(),
+            floor: Some(StreamId::Standalone.event(start).into()),
+            complete: false,
+        })
     }
 }
 
@@ -434,10 +473,16 @@ impl<E: Clone> StreamLog<E> {
     /// if the window is at its cap and a reader still needs the oldest
     /// event, the log holds one more event than the cap rather than lose
     /// that one. Its wire id is `id` when given (event stores assign their
-    /// own), else the rmcp id of the index.
+    /// own), else the rmcp id of the index. Reads the clock; the session's
+    /// owner passes its own `now` to [`append_at`](Self::append_at).
     pub fn append(&self, event: E, id: Option<String>, weight: usize) -> u64 {
+        self.append_at(event, id, weight, Instant::now())
+    }
+
+    /// [`append`](Self::append) at `now`: the event's age for the window
+    /// counts from there.
+    pub fn append_at(&self, event: E, id: Option<String>, weight: usize, now: Instant) -> u64 {
         let mut state = self.lock();
-        let now = Instant::now();
         let freed = state.trim(now);
         self.budget.sub(freed);
         let index = self.push(&mut state, event, id, weight, now);
@@ -447,10 +492,21 @@ impl<E: Clone> StreamLog<E> {
 
     /// Appends an event unless a connected reader has not yet read the
     /// oldest retained one and the log is at capacity; then the event comes
-    /// back, and [`Room`] is told once that reader has read.
+    /// back, and [`Room`] is told once that reader has read. Reads the
+    /// clock; see [`try_append_at`](Self::try_append_at).
     pub fn try_append(&self, event: E, id: Option<String>, weight: usize) -> Result<u64, Full<E>> {
+        self.try_append_at(event, id, weight, Instant::now())
+    }
+
+    /// [`try_append`](Self::try_append) at `now`.
+    pub fn try_append_at(
+        &self,
+        event: E,
+        id: Option<String>,
+        weight: usize,
+        now: Instant,
+    ) -> Result<u64, Full<E>> {
         let mut state = self.lock();
-        let now = Instant::now();
         let freed = state.trim(now);
         self.budget.sub(freed);
         if state.is_full() {
@@ -595,9 +651,16 @@ impl<E: Clone> StreamLog<E> {
     /// Attaches a reader that receives events from `position` on. Any other
     /// primary becomes a shadow on the standalone stream, or is ended on a
     /// request stream (a request has one consumer; the newest resume wins).
+    /// Reads the clock; see [`attach_primary_at`](Self::attach_primary_at).
     pub fn attach_primary(&self, id: ReaderId, position: u64) {
+        self.attach_primary_at(id, position, Instant::now());
+    }
+
+    /// [`attach_primary`](Self::attach_primary) at `now`: the reader's
+    /// stall clock starts there.
+    pub fn attach_primary_at(&self, id: ReaderId, position: u64, now: Instant) {
         let mut state = self.lock();
-        Self::push_primary(&mut state, self.stream, id, position);
+        Self::push_primary(&mut state, self.stream, id, position, now);
         // The reader it replaced may have been what held a message back.
         let tell = state.blocked || self.budget.is_starved();
         drop(state);
@@ -609,7 +672,13 @@ impl<E: Clone> StreamLog<E> {
         self.ring();
     }
 
-    fn push_primary(state: &mut LogState<E>, stream: StreamId, id: ReaderId, position: u64) {
+    fn push_primary(
+        state: &mut LogState<E>,
+        stream: StreamId,
+        id: ReaderId,
+        position: u64,
+        now: Instant,
+    ) {
         match stream {
             StreamId::Request(_) => state.readers.clear(),
             StreamId::Standalone => {
@@ -632,7 +701,7 @@ impl<E: Clone> StreamLog<E> {
             role: Role::Primary,
             position,
             end_at: None,
-            progressed_at: Instant::now(),
+            progressed_at: now,
             since,
         });
         state.enforce_shadow_limit();
@@ -641,37 +710,64 @@ impl<E: Clone> StreamLog<E> {
     /// Attaches a fresh connection to the standalone stream in one step: the
     /// primary, from where the last one stopped, if none is attached, else a
     /// keep-alive-only shadow. Returns the primary's first index, or `None`
-    /// for a shadow.
+    /// for a shadow. Reads the clock; see [`attach_at`](Self::attach_at),
+    /// which also says when the start skips.
     pub fn attach(&self, id: ReaderId) -> Option<u64> {
+        match self.attach_at(id, Instant::now()) {
+            Attached::Primary { start, .. } => Some(start),
+            Attached::Shadow => None,
+        }
+    }
+
+    /// [`attach`](Self::attach) at `now`. When the last primary stopped
+    /// below what the log still holds (it was ended, or promoted below the
+    /// floor), the fresh primary starts at the floor and says so: its
+    /// client has no cursor to resume with, and must be told rather than
+    /// skipped silently.
+    pub fn attach_at(&self, id: ReaderId, now: Instant) -> Attached {
         let mut state = self.lock();
         if state.readers.iter().any(|r| r.role == Role::Primary) {
-            Self::push_shadow(&mut state, id);
+            Self::push_shadow(&mut state, id, now);
             drop(state);
             // The shadow limit may have ended the oldest shadow.
             self.ring();
-            return None;
+            return Attached::Shadow;
         }
-        let position = state.resume_position.max(state.floor());
-        Self::push_primary(&mut state, self.stream, id, position);
+        let floor = state.floor();
+        let stopped = state.resume_position;
+        let start = stopped.max(floor);
+        let skipped_from = (stopped < start).then_some(stopped);
+        Self::push_primary(&mut state, self.stream, id, start, now);
         Self::wake(state);
-        Some(position)
+        if let Some(from) = skipped_from {
+            tracing::debug!(
+                reader = id,
+                from,
+                start,
+                "a fresh primary starts past events it never had"
+            );
+        }
+        Attached::Primary {
+            start,
+            skipped_from,
+        }
     }
 
     /// Attaches a keep-alive-only reader, whatever else is attached.
     #[cfg(test)]
     fn attach_shadow(&self, id: ReaderId) {
         let mut state = self.lock();
-        Self::push_shadow(&mut state, id);
+        Self::push_shadow(&mut state, id, Instant::now());
     }
 
-    fn push_shadow(state: &mut LogState<E>, id: ReaderId) {
+    fn push_shadow(state: &mut LogState<E>, id: ReaderId, now: Instant) {
         let since = state.next_index;
         state.readers.push(Reader {
             id,
             role: Role::Shadow,
             position: 0,
             end_at: None,
-            progressed_at: Instant::now(),
+            progressed_at: now,
             since,
         });
         state.enforce_shadow_limit();
@@ -715,6 +811,8 @@ impl<E: Clone> StreamLog<E> {
             drop(forgotten);
             return;
         };
+        // A drop is the connection's act, with no owner's turn to take the
+        // time from: the promoted shadow's stall clock starts now.
         let gone = state.remove(at, Instant::now());
         tracing::trace!(reader = id, position = gone.position, role = ?gone.role, "reader detached");
         let tell = state.blocked || self.budget.is_starved();
@@ -799,6 +897,8 @@ impl<E: Clone> StreamLog<E> {
         };
         if let Some(reader) = state.readers.iter_mut().find(|r| r.id == id) {
             reader.position = logged.index.saturating_add(1);
+            // A read is the peer's act, polled by its HTTP body, not by the
+            // owner: it is stamped when it happens.
             reader.progressed_at = Instant::now();
         }
         let tell = (state.blocked && !state.is_full()) || self.budget.is_starved();

@@ -13,6 +13,7 @@ use futures::{FutureExt, StreamExt};
 use tokio::time::Instant;
 
 use super::*;
+use crate::log::Attached;
 
 const STALL: Duration = Duration::from_secs(10);
 const TTL: Duration = Duration::from_secs(60);
@@ -202,4 +203,57 @@ async fn the_completed_cap_forgets_the_oldest_answered_stream() {
         s.resume(StreamId::Request(0).event(0)).answer,
         ResumeAnswer::UnknownStream
     );
+}
+
+/// A fresh standalone `GET` (no cursor: its client never received an
+/// event) after the last primary was ended below what the log still holds
+/// starts at the floor, and says so: the owner sends the notice as the
+/// stream's first frame, so the client learns events 1 to 4 are not coming.
+#[tokio::test(start_paused = true)]
+async fn a_fresh_start_past_the_floor_tells_the_client() {
+    let limits = Limits::new(STALL, TTL, 8, 2);
+    let mut s: Plain = Session::new(1, Window::events(4), Budget::unlimited(), limits);
+    let (mut first, attached) = s.attach_standalone_at(Instant::now());
+    assert_eq!(
+        attached,
+        Attached::Primary {
+            start: 1,
+            skipped_from: None
+        }
+    );
+    assert_eq!(attached.notice(), None);
+    assert_eq!(
+        admitted(s.deliver_at(StreamId::Standalone, message(1, 1, false), Instant::now())),
+        Some(1)
+    );
+    tokio::time::advance(STALL).await;
+    let _ = s.end_stalled(Instant::now());
+    assert_eq!(poll(&mut first), Some(None), "ended at its stall timeout");
+    drop(first);
+    for serial in 2..=8 {
+        let now = Instant::now();
+        assert_eq!(
+            admitted(s.deliver_at(StreamId::Standalone, message(serial, 1, false), now)),
+            Some(serial)
+        );
+    }
+    // A window of 4: events 5 to 8 are kept.
+    let (_second, attached) = s.attach_standalone_at(Instant::now());
+    assert_eq!(
+        attached,
+        Attached::Primary {
+            start: 5,
+            skipped_from: Some(1)
+        }
+    );
+    let notice = attached.notice().expect("a skip is told");
+    assert_eq!(
+        notice.cursor.to_string(),
+        StreamId::Standalone.event(0).to_string()
+    );
+    assert_eq!(
+        notice.floor.map(|f| f.to_string()),
+        Some(StreamId::Standalone.event(5).to_string())
+    );
+    assert!(!notice.complete);
 }
