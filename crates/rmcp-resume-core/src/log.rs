@@ -29,7 +29,7 @@
 //! nothing a connected reader still needs is ever evicted.
 
 use std::collections::VecDeque;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::task::Waker;
 use std::time::Duration;
 
@@ -40,6 +40,11 @@ use crate::resumption::{LogView, ReplayNotice, RmcpEventId, StreamId};
 
 mod budget;
 mod reader;
+mod sync;
+
+use sync::{Mutex, MutexGuard};
+#[cfg(all(test, rmcp_resume_loom))]
+mod loom_wake;
 #[cfg(test)]
 mod room_wake;
 #[cfg(test)]

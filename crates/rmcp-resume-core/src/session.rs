@@ -59,6 +59,8 @@ use keys::ServerKeys;
 #[cfg(test)]
 mod attack;
 mod keys;
+#[cfg(all(test, rmcp_resume_loom))]
+mod loom_wake;
 #[cfg(test)]
 mod model;
 #[cfg(test)]
