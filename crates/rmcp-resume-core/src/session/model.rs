@@ -1164,6 +1164,39 @@ impl Driver {
         if self.session.has_waiting() != self.streams.iter().any(|s| !s.waiting.is_empty()) {
             return Err(self.fail("the session and the model disagree on waiting".into()));
         }
+        // A quiet owner wakes for an expiry only at the time the session
+        // names: it must be no later than the model's earliest TTL.
+        // Past its TTL, a stream kept for a reader still reading it is due
+        // when that reader will have owed its next event for the stall
+        // timeout. (Over the cap, a stream's due time depends on which
+        // others linger; the cap itself is checked in `expire`.)
+        let answered = self
+            .streams
+            .iter()
+            .filter(|s| !s.closed && s.finished())
+            .count();
+        let due = (0..self.streams.len())
+            .filter(|_| answered <= MAX_COMPLETED)
+            .filter(|at| !self.streams[*at].closed)
+            .filter_map(|at| {
+                let ttl = self.streams[at].completed_at? + TTL;
+                if ttl > now {
+                    return Some(ttl);
+                }
+                let since = self.primary(at).and_then(|r| self.owing_since(r))?;
+                Some(since + STALL)
+            })
+            .min();
+        if let Some(due) = due {
+            let named = self.session.next_expiry();
+            if named.is_none_or(|named| named > due.max(now)) {
+                return Err(self.fail(format!(
+                    "an answered stream is due to expire in {:?}, the session names {:?}",
+                    due.saturating_duration_since(now),
+                    named.map(|n| n.saturating_duration_since(now))
+                )));
+            }
+        }
         Ok(())
     }
 

@@ -257,3 +257,33 @@ async fn a_fresh_start_past_the_floor_tells_the_client() {
     );
     assert!(!notice.complete);
 }
+
+/// A quiet owner wakes for an expiry only when [`Session::next_expiry`]
+/// says: an answered stream's TTL, and a lingering stream's reader's stall
+/// deadline.
+#[tokio::test(start_paused = true)]
+async fn the_next_expiry_is_the_ttl_then_the_lingering_readers_deadline() {
+    let mut s = session_with(Budget::new(2 << 20, None), 1_024);
+    assert_eq!(s.next_expiry(), None);
+    s.open_request(0, ()).unwrap();
+    let mut slow = s.connect(StreamId::Request(0), 0).unwrap();
+    let answered = Instant::now();
+    assert_eq!(
+        admitted(s.deliver(StreamId::Request(0), message(0, 10, false))),
+        Some(0)
+    );
+    assert_eq!(
+        admitted(s.deliver(StreamId::Request(0), message(1, 10, true))),
+        Some(1)
+    );
+    assert_eq!(s.next_expiry(), Some(answered + TTL));
+    // Its reader reads the first event just before the TTL: it lingers
+    // until it has owed the answer for the stall timeout.
+    tokio::time::advance(TTL - Duration::from_secs(1)).await;
+    assert_eq!(poll(&mut slow), Some(Some(0)));
+    let read = Instant::now();
+    tokio::time::advance(Duration::from_secs(1)).await;
+    assert!(s.expire(Instant::now()).is_empty());
+    assert!(s.log(StreamId::Request(0)).is_some(), "it lingers");
+    assert_eq!(s.next_expiry(), Some(read + STALL));
+}
