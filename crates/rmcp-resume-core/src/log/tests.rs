@@ -837,3 +837,32 @@ fn a_reader_polled_again_by_another_task_is_woken_there() {
         "the one it replaced is not kept"
     );
 }
+
+/// A primary the server is closing (SEP-1699) owes only what precedes its
+/// end: past it, events appended later are for the next connection, and it
+/// has no stall deadline however long it waits.
+#[tokio::test(start_paused = true)]
+async fn a_primary_being_closed_owes_only_up_to_its_end() {
+    let stall = Duration::from_secs(10);
+    let log = StreamLog::new(StreamId::Standalone, 1, 8, 2, Room::default());
+    assert_eq!(log.attach(1), Some(1));
+    log.append((), None, 0);
+    log.end_readers();
+    log.append((), None, 0);
+    let attached = Instant::now();
+    assert_eq!(
+        log.stall_deadline(stall),
+        Some(attached + stall),
+        "it owes event 1, before its end"
+    );
+    tokio::time::advance(Duration::from_secs(1)).await;
+    assert!(matches!(log.step(1), Step::Send(_)));
+    assert_eq!(
+        log.stall_deadline(stall),
+        None,
+        "at its end it owes nothing, though event 2 is unread"
+    );
+    tokio::time::advance(stall).await;
+    assert!(!log.end_stalled(Instant::now(), stall));
+    assert!(matches!(log.step(1), Step::Done));
+}

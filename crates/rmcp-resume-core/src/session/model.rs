@@ -336,6 +336,9 @@ struct Driver {
     /// appended before it may have been evicted for bytes.
     short_at: Option<Instant>,
     reach: Reach,
+    /// Each stream's floor and head at the last check: what was evicted
+    /// since, and what was there to evict instead.
+    seen: Vec<(u64, u64)>,
     log: Vec<String>,
 }
 
@@ -365,6 +368,7 @@ impl Driver {
             next_request: 0,
             short_at: None,
             reach: Reach::default(),
+            seen: Vec::new(),
             log: Vec::new(),
         }
     }
@@ -1035,17 +1039,27 @@ impl Driver {
                 let admitted = self.session.end_stalled(now);
                 moved |= !admitted.is_empty();
                 self.handle(admitted)?;
-                // What it ended shows when polled.
-                for at in 0..self.readers.len() {
-                    if self
-                        .owing_since(at)
-                        .is_some_and(|since| since + STALL <= now)
-                    {
-                        moved |= self.poll(at)?;
-                        // Its end detached it, which may have made room.
-                        moved |= self.readers[at].ended;
-                    }
+            }
+            // A reader that has owed an event for the stall timeout by the
+            // model's own clock must be ended by now, whatever the session's
+            // deadline said: polled, it ends, and yields nothing.
+            for at in 0..self.readers.len() {
+                let Some(since) = self.owing_since(at) else {
+                    continue;
+                };
+                if since + STALL > now {
+                    continue;
                 }
+                let owed = self.readers[at].next;
+                if self.poll(at)? {
+                    let id = self.streams[self.readers[at].stream].id;
+                    return Err(self.fail(format!(
+                        "{id:?}: a reader that owed {owed} for {:?} was not ended, and read it",
+                        now.saturating_duration_since(since)
+                    )));
+                }
+                // Its end detached it, which may have made room.
+                moved |= self.readers[at].ended;
             }
             for at in 0..self.readers.len() {
                 if self.readers[at].eager {
@@ -1057,7 +1071,8 @@ impl Driver {
                 }
             }
             if !moved {
-                return self.check();
+                self.check()?;
+                return self.check_eviction_order();
             }
         }
         let now = Instant::now();
@@ -1072,6 +1087,73 @@ impl Driver {
             "the session never settled (its stall deadline in {session:?}, waiting {}; {all:?})",
             self.session.has_waiting()
         )))
+    }
+
+    /// Whether stream `at` is one the session evicts from for bytes, oldest
+    /// event first across them: the standalone stream, an open call, an
+    /// answered call kept past its TTL for its reader (the earliest other
+    /// answered call is one too, but which one is earliest depends on what
+    /// the others hold, so the model leaves them out).
+    fn evicts_for_bytes(&self, at: usize, now: Instant) -> bool {
+        let s = &self.streams[at];
+        if s.closed || s.had_shadow {
+            return false;
+        }
+        match s.completed_at {
+            None => true,
+            Some(completed) => now.saturating_duration_since(completed) >= TTL,
+        }
+    }
+
+    /// An event the budgets evicted since the last check (past the window's
+    /// own floor) must have been the oldest evictable one: no older event,
+    /// already there at the last check and read by its stream's primary,
+    /// may still be kept on another stream the session evicts from.
+    fn check_eviction_order(&mut self) -> Result<(), TestCaseError> {
+        let now = Instant::now();
+        let floors: Vec<Option<u64>> = self
+            .streams
+            .iter()
+            .map(|s| self.session.log(s.id).map(|log| log.view().floor))
+            .collect();
+        for (b, floor) in floors.iter().enumerate() {
+            let (Some(floor), Some(&(was, _))) = (floor, self.seen.get(b)) else {
+                continue;
+            };
+            let stream = &self.streams[b];
+            let evicted = (was.max(stream.window_floor))..*floor;
+            for e in evicted {
+                let Some(&(_, appended)) = stream.books.get(&e) else {
+                    continue;
+                };
+                for (a, a_floor) in floors.iter().enumerate() {
+                    let (Some(a_floor), Some(&(_, a_head))) = (a_floor, self.seen.get(a)) else {
+                        continue;
+                    };
+                    if a == b || !self.evicts_for_bytes(a, now) || !self.evicts_for_bytes(b, now) {
+                        continue;
+                    }
+                    let front = *a_floor;
+                    let older = self.streams[a]
+                        .books
+                        .get(&front)
+                        .is_some_and(|(_, at)| *at < appended);
+                    if older && front < a_head && front < self.pinned(a) {
+                        return Err(self.fail(format!(
+                            "{:?}: {e} was evicted for bytes while {:?} kept {front}, \
+                             older and read",
+                            stream.id, self.streams[a].id
+                        )));
+                    }
+                }
+            }
+        }
+        self.seen = floors
+            .iter()
+            .zip(&self.streams)
+            .map(|(floor, s)| (floor.unwrap_or(s.next_index), s.next_index))
+            .collect();
+        Ok(())
     }
 
     fn check(&self) -> Result<(), TestCaseError> {
