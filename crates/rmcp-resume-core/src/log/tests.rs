@@ -866,3 +866,28 @@ async fn a_primary_being_closed_owes_only_up_to_its_end() {
     assert!(!log.end_stalled(Instant::now(), stall));
     assert!(matches!(log.step(1), Step::Done));
 }
+
+/// A read tells the producer only when it waits (blocked on this log, or
+/// the session starved of bytes): a wake for nothing costs the owner a turn.
+#[tokio::test]
+async fn a_read_wakes_the_producer_only_when_it_waits() {
+    use futures::FutureExt;
+    let room = Room::default();
+    let log = StreamLog::new(StreamId::Standalone, 1, 4, 2, room.clone());
+    assert_eq!(log.attach(1), Some(1));
+    log.append((), None, 0);
+    assert!(matches!(log.step(1), Step::Send(_)));
+    assert!(
+        room.made().now_or_never().is_none(),
+        "nobody waits, nobody is told"
+    );
+    for _ in 0..4 {
+        log.append((), None, 0);
+    }
+    assert!(
+        log.try_append((), None, 0).is_err(),
+        "full: the producer waits"
+    );
+    assert!(matches!(log.step(1), Step::Send(_)));
+    assert!(room.made().now_or_never().is_some(), "the read made room");
+}

@@ -730,3 +730,51 @@ proptest! {
         }
     }
 }
+
+/// What the verifier is told shows in its outcome and so in its verdict:
+/// the declared floor, the acknowledgement, a re-created session.
+#[test]
+fn verifier_records_what_it_is_told() {
+    let cursor = c("3");
+    let policy = UnprovenPolicy::Strict;
+    let mut resume = ResumeVerifier::new(cursor.clone(), StatusCode::OK, policy);
+    assert_eq!(resume.outcome(), &ok(200));
+    resume.declare_floor(c("2"));
+    assert_eq!(resume.outcome().floor, Some(c("2")));
+    resume.acknowledge(Acknowledgement::NotHonoured);
+    assert_eq!(
+        resume.outcome().acknowledgement,
+        Some(Acknowledgement::NotHonoured)
+    );
+    assert_eq!(resume.outcome().session, SessionContinuity::Durable);
+    resume.session_recreated();
+    assert_eq!(resume.outcome().session, SessionContinuity::Recreated);
+    let mut by_hand = ok(200);
+    by_hand.floor = Some(c("2"));
+    by_hand.acknowledgement = Some(Acknowledgement::NotHonoured);
+    by_hand.session = SessionContinuity::Recreated;
+    assert_eq!(resume.verdict(), decide(&cursor, &by_hand, policy));
+    assert_ne!(
+        resume.verdict(),
+        decide(&cursor, &ok(200), policy),
+        "what it was told changes the verdict"
+    );
+}
+
+/// With opaque ids a re-sent copy of the cursor is the same id, and only
+/// that; the count of dropped copies starts at none.
+#[test]
+fn verifier_drops_only_an_opaque_cursor_sent_again() {
+    let cursor = c("store-7");
+    let mut resume = ResumeVerifier::new(cursor.clone(), StatusCode::OK, UnprovenPolicy::Lenient);
+    assert_eq!(resume.duplicates(), 0);
+    assert_eq!(resume.on_event(Some(&cursor)), EventAction::SkipDuplicate);
+    assert_eq!(resume.duplicates(), 1);
+    assert_eq!(resume.on_event(Some(&cursor)), EventAction::SkipDuplicate);
+    assert_eq!(resume.duplicates(), 2);
+    assert_eq!(resume.on_event(Some(&c("store-8"))), EventAction::Deliver);
+    assert_eq!(resume.outcome().first_event, Some(c("store-8")));
+    let mut fresh = ResumeVerifier::new(cursor, StatusCode::OK, UnprovenPolicy::Lenient);
+    assert_eq!(fresh.on_event(Some(&c("store-9"))), EventAction::Deliver);
+    assert_eq!(fresh.duplicates(), 0);
+}

@@ -287,3 +287,24 @@ async fn the_next_expiry_is_the_ttl_then_the_lingering_readers_deadline() {
     assert!(s.log(StreamId::Request(0)).is_some(), "it lingers");
     assert_eq!(s.next_expiry(), Some(read + STALL));
 }
+
+/// A control frame goes in under the stream's next index at once, for a
+/// stream the session still holds, and nowhere for one it does not.
+#[tokio::test(start_paused = true)]
+async fn a_control_frame_takes_the_next_index_and_never_waits() {
+    let mut s = session_with(Budget::new(100, None), 8);
+    s.open_request(0, ()).unwrap();
+    let mut reader = s.connect(StreamId::Request(0), 0).unwrap();
+    assert_eq!(s.append_control(StreamId::Request(0), 7, None, 0), Some(0));
+    assert_eq!(
+        admitted(s.deliver(StreamId::Request(0), message(8, 100, false))),
+        Some(1)
+    );
+    // Over the budget with its reader owing: a message would wait, a
+    // control frame does not.
+    assert_eq!(s.append_control(StreamId::Request(0), 9, None, 10), Some(2));
+    assert_eq!(s.append_control(StreamId::Request(5), 9, None, 0), None);
+    for expected in [7, 8, 9] {
+        assert_eq!(poll(&mut reader), Some(Some(expected)));
+    }
+}
