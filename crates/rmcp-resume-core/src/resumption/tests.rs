@@ -778,3 +778,33 @@ fn verifier_drops_only_an_opaque_cursor_sent_again() {
     assert_eq!(fresh.on_event(Some(&c("store-9"))), EventAction::Deliver);
     assert_eq!(fresh.duplicates(), 0);
 }
+
+/// The length bound is inclusive: an id of exactly `MAX_CURSOR_LEN` bytes
+/// is taken, from a string or from header bytes, and one byte more is not;
+/// an opaque id reads back as sent.
+#[test]
+fn a_cursor_of_exactly_the_maximum_length_is_taken() {
+    let longest = "x".repeat(MAX_CURSOR_LEN);
+    let over = "x".repeat(MAX_CURSOR_LEN + 1);
+    for parsed in [
+        EventCursor::parse(&longest),
+        EventCursor::from_bytes(longest.as_bytes()),
+    ] {
+        match parsed {
+            Ok(EventCursor::Opaque(id)) => assert_eq!(id.as_str(), longest),
+            other => panic!("the longest id: {other:?}"),
+        }
+    }
+    for parsed in [
+        EventCursor::parse(&over),
+        EventCursor::from_bytes(over.as_bytes()),
+    ] {
+        assert!(
+            matches!(parsed, Err(CursorParseError::TooLong { len, max })
+                if len == MAX_CURSOR_LEN + 1 && max == MAX_CURSOR_LEN),
+            "{parsed:?}"
+        );
+    }
+    let short = OpaqueEventId::new("store-7").unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(short.as_str(), "store-7");
+}
