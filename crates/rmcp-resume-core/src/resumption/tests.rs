@@ -808,3 +808,17 @@ fn a_cursor_of_exactly_the_maximum_length_is_taken() {
     let short = OpaqueEventId::new("store-7").unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(short.as_str(), "store-7");
 }
+
+/// A lost range holds at least one event: the ones strictly between its
+/// ends, counted; adjacent ids lose nothing.
+#[test]
+fn a_lost_range_holds_what_lies_between() {
+    let after = StreamId::Request(2).event(3);
+    let Some(lost) = LostRange::between(after, 7) else {
+        panic!("4, 5 and 6 lie between 3 and 7");
+    };
+    assert_eq!((lost.first.index, lost.last.index, lost.len()), (4, 6, 3));
+    assert!(!lost.is_empty());
+    assert_eq!(lost.to_string(), "4/2..=6/2 (3 events)");
+    assert_eq!(LostRange::between(after, 4), None);
+}
