@@ -822,3 +822,54 @@ fn a_lost_range_holds_what_lies_between() {
     assert_eq!(lost.to_string(), "4/2..=6/2 (3 events)");
     assert_eq!(LostRange::between(after, 4), None);
 }
+
+/// A stream id names its request stream's number, and none for the
+/// standalone stream.
+#[test]
+fn a_stream_id_names_its_request_number() {
+    assert_eq!(StreamId::Standalone.request(), None);
+    assert_eq!(StreamId::Request(0).request(), Some(0));
+    assert_eq!(StreamId::Request(7).request(), Some(7));
+}
+
+/// Every answer has its own words (for the error body and the log).
+#[test]
+fn every_resume_answer_says_what_it_is_in_its_own_words() {
+    let answers = [
+        ResumeAnswer::Replay { from: 2, floor: 1 },
+        ResumeAnswer::Fallback { from: 2, floor: 2 },
+        ResumeAnswer::Complete,
+        ResumeAnswer::BelowFloor { floor: 3 },
+        ResumeAnswer::BeyondHead { head: 1 },
+        ResumeAnswer::UnknownStream,
+        ResumeAnswer::SessionLost,
+    ];
+    let reasons: std::collections::BTreeSet<&str> =
+        answers.iter().map(ResumeAnswer::reason).collect();
+    assert_eq!(reasons.len(), answers.len(), "{reasons:?}");
+    assert!(reasons.iter().all(|r| r.len() > 10), "{reasons:?}");
+    assert_eq!(
+        ResumeAnswer::SessionLost.reason(),
+        "session not found",
+        "upstream's words for a lost session"
+    );
+}
+
+/// An unhonoured cursor's error names the floor the server declared, and
+/// says nothing of one it did not.
+#[test]
+fn an_unhonoured_cursor_names_the_declared_floor() {
+    let with = ResumptionError::NotHonoured {
+        cursor: c("4/2"),
+        floor: Some(c("3/2")),
+    };
+    assert_eq!(
+        with.to_string(),
+        "server did not honour cursor 4/2 (replay floor 3/2)"
+    );
+    let without = ResumptionError::NotHonoured {
+        cursor: c("4/2"),
+        floor: None,
+    };
+    assert_eq!(without.to_string(), "server did not honour cursor 4/2");
+}
