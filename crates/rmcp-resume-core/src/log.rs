@@ -29,17 +29,24 @@
 //! nothing a connected reader still needs is ever evicted.
 
 use std::collections::VecDeque;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::task::Waker;
 use std::time::Duration;
 
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
-use crate::resumption::{LogView, RmcpEventId, StreamId};
+use crate::resumption::{LogView, ReplayNotice, RmcpEventId, StreamId};
 
 mod budget;
 mod reader;
+mod sync;
+
+use sync::{Mutex, MutexGuard};
+#[cfg(all(test, rmcp_resume_loom))]
+mod loom_wake;
+#[cfg(test)]
+mod room_wake;
 #[cfg(test)]
 mod tests;
 
@@ -59,6 +66,45 @@ impl Room {
 
     fn notify(&self) {
         self.0.notify_one();
+    }
+}
+
+/// How a fresh standalone connection was attached
+/// ([`StreamLog::attach_at`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Attached {
+    /// It receives the stream's events from `start`.
+    Primary {
+        /// Its first index.
+        start: u64,
+        /// Where the last primary stopped, when that is below `start`: the
+        /// events in between are gone, and the client must be told
+        /// (`complete: false`, floor `start`).
+        skipped_from: Option<u64>,
+    },
+    /// A keep-alive-only shadow (#659).
+    Shadow,
+}
+
+impl Attached {
+    /// What the client of a fresh standalone connection that skipped must
+    /// be told, as the first frame of its stream: its events stopped at
+    /// `skipped_from - 1`, the stream goes on at `start`, and what lies
+    /// between is not coming (`complete: false`). `None` when nothing was
+    /// skipped.
+    pub fn notice(&self) -> Option<ReplayNotice> {
+        let Self::Primary {
+            start,
+            skipped_from: Some(from),
+        } = *self
+        else {
+            return None;
+        };
+        Some(ReplayNotice {
+            cursor: StreamId::Standalone.event(from.saturating_sub(1)).into(),
+            floor: Some(StreamId::Standalone.event(start).into()),
+            complete: false,
+        })
     }
 }
 
@@ -199,10 +245,17 @@ impl<E> LogState<E> {
         self.entries.len() >= self.window.max_events && self.holding_the_floor().is_some()
     }
 
-    /// Whether a reader holds back a producer that waits: for the count
-    /// cap, or for bytes (`starved`) that only the oldest event would free.
-    fn is_held_back(&self, starved: bool) -> bool {
-        self.is_full() || (starved && self.holding_the_floor().is_some())
+    /// The primary that owes its connection an event, and when it will
+    /// count as stalled: `stall` past [`owing_since`](Self::owing_since).
+    /// Whether a message waits behind it does not matter: what it has not
+    /// read is held for it either way (D2 of issue #43).
+    fn stalls_at(&self, stall: Duration) -> Option<(ReaderId, Instant)> {
+        let reader = self.readers.iter().find(|r| {
+            r.role == Role::Primary
+                && r.position < self.next_index
+                && r.end_at.is_none_or(|end| r.position < end)
+        })?;
+        Some((reader.id, later(self.owing_since(reader), stall)))
     }
 
     /// Evicts what the window no longer covers before one more event is
@@ -425,10 +478,16 @@ impl<E: Clone> StreamLog<E> {
     /// if the window is at its cap and a reader still needs the oldest
     /// event, the log holds one more event than the cap rather than lose
     /// that one. Its wire id is `id` when given (event stores assign their
-    /// own), else the rmcp id of the index.
+    /// own), else the rmcp id of the index. Reads the clock; the session's
+    /// owner passes its own `now` to [`append_at`](Self::append_at).
     pub fn append(&self, event: E, id: Option<String>, weight: usize) -> u64 {
+        self.append_at(event, id, weight, Instant::now())
+    }
+
+    /// [`append`](Self::append) at `now`: the event's age for the window
+    /// counts from there.
+    pub fn append_at(&self, event: E, id: Option<String>, weight: usize, now: Instant) -> u64 {
         let mut state = self.lock();
-        let now = Instant::now();
         let freed = state.trim(now);
         self.budget.sub(freed);
         let index = self.push(&mut state, event, id, weight, now);
@@ -438,10 +497,21 @@ impl<E: Clone> StreamLog<E> {
 
     /// Appends an event unless a connected reader has not yet read the
     /// oldest retained one and the log is at capacity; then the event comes
-    /// back, and [`Room`] is told once that reader has read.
+    /// back, and [`Room`] is told once that reader has read. Reads the
+    /// clock; see [`try_append_at`](Self::try_append_at).
     pub fn try_append(&self, event: E, id: Option<String>, weight: usize) -> Result<u64, Full<E>> {
+        self.try_append_at(event, id, weight, Instant::now())
+    }
+
+    /// [`try_append`](Self::try_append) at `now`.
+    pub fn try_append_at(
+        &self,
+        event: E,
+        id: Option<String>,
+        weight: usize,
+        now: Instant,
+    ) -> Result<u64, Full<E>> {
         let mut state = self.lock();
-        let now = Instant::now();
         let freed = state.trim(now);
         self.budget.sub(freed);
         if state.is_full() {
@@ -523,15 +593,11 @@ impl<E: Clone> StreamLog<E> {
             .sum()
     }
 
-    /// When the reader holding a full log back will have made no progress
-    /// for `stall`; `None` when nothing holds it back.
+    /// When this log's primary, which owes its connection an event, will
+    /// have owed it for `stall` with no progress; `None` when it owes
+    /// nothing (or there is none).
     pub fn stall_deadline(&self, stall: Duration) -> Option<Instant> {
-        let state = self.lock();
-        if !state.is_held_back(self.budget.is_starved()) {
-            return None;
-        }
-        let reader = state.holding_the_floor()?;
-        Some(later(state.owing_since(reader), stall))
+        self.lock().stalls_at(stall).map(|(_, at)| at)
     }
 
     /// Until when this log's primary counts as reading it: while it owes an
@@ -549,20 +615,19 @@ impl<E: Clone> StreamLog<E> {
         Some(later(state.owing_since(reader), stall))
     }
 
-    /// Ends the reader holding a full log back if it has made no progress
-    /// for `stall` by `now`. Returns whether one was ended; the floor may
-    /// then move past it, and its resume is told so.
+    /// Ends this log's primary if by `now` it has owed its connection an
+    /// event for `stall` with no progress: exactly when
+    /// [`stall_deadline`](Self::stall_deadline) is due, so an owner that
+    /// sleeps until that deadline never wakes for nothing twice. Returns
+    /// whether one was ended; the floor may then move past it, and its
+    /// resume is told so.
     pub fn end_stalled(&self, now: Instant, stall: Duration) -> bool {
         let mut state = self.lock();
-        if !state.is_held_back(self.budget.is_starved()) {
-            return false;
-        }
-        let Some(at) = state.holding_the_floor().and_then(|stalled| {
-            let id = stalled.id;
-            (now.saturating_duration_since(state.owing_since(stalled)) >= stall)
-                .then(|| state.readers.iter().position(|r| r.id == id))
-                .flatten()
-        }) else {
+        let Some(at) = state
+            .stalls_at(stall)
+            .filter(|(_, due)| *due <= now)
+            .and_then(|(id, _)| state.readers.iter().position(|r| r.id == id))
+        else {
             return false;
         };
         let gone = state.remove(at, now);
@@ -591,19 +656,34 @@ impl<E: Clone> StreamLog<E> {
     /// Attaches a reader that receives events from `position` on. Any other
     /// primary becomes a shadow on the standalone stream, or is ended on a
     /// request stream (a request has one consumer; the newest resume wins).
+    /// Reads the clock; see [`attach_primary_at`](Self::attach_primary_at).
     pub fn attach_primary(&self, id: ReaderId, position: u64) {
+        self.attach_primary_at(id, position, Instant::now());
+    }
+
+    /// [`attach_primary`](Self::attach_primary) at `now`: the reader's
+    /// stall clock starts there.
+    pub fn attach_primary_at(&self, id: ReaderId, position: u64, now: Instant) {
         let mut state = self.lock();
-        Self::push_primary(&mut state, self.stream, id, position);
+        Self::push_primary(&mut state, self.stream, id, position, now);
         // The reader it replaced may have been what held a message back.
-        if state.blocked || self.budget.is_starved() {
+        let tell = state.blocked || self.budget.is_starved();
+        drop(state);
+        // Outside the lock: the producer's waker may lock this log (D3).
+        if tell {
             self.room.notify();
         }
-        drop(state);
         // A reader it ended or demoted must look again.
         self.ring();
     }
 
-    fn push_primary(state: &mut LogState<E>, stream: StreamId, id: ReaderId, position: u64) {
+    fn push_primary(
+        state: &mut LogState<E>,
+        stream: StreamId,
+        id: ReaderId,
+        position: u64,
+        now: Instant,
+    ) {
         match stream {
             StreamId::Request(_) => state.readers.clear(),
             StreamId::Standalone => {
@@ -626,7 +706,7 @@ impl<E: Clone> StreamLog<E> {
             role: Role::Primary,
             position,
             end_at: None,
-            progressed_at: Instant::now(),
+            progressed_at: now,
             since,
         });
         state.enforce_shadow_limit();
@@ -635,37 +715,64 @@ impl<E: Clone> StreamLog<E> {
     /// Attaches a fresh connection to the standalone stream in one step: the
     /// primary, from where the last one stopped, if none is attached, else a
     /// keep-alive-only shadow. Returns the primary's first index, or `None`
-    /// for a shadow.
+    /// for a shadow. Reads the clock; see [`attach_at`](Self::attach_at),
+    /// which also says when the start skips.
     pub fn attach(&self, id: ReaderId) -> Option<u64> {
+        match self.attach_at(id, Instant::now()) {
+            Attached::Primary { start, .. } => Some(start),
+            Attached::Shadow => None,
+        }
+    }
+
+    /// [`attach`](Self::attach) at `now`. When the last primary stopped
+    /// below what the log still holds (it was ended, or promoted below the
+    /// floor), the fresh primary starts at the floor and says so: its
+    /// client has no cursor to resume with, and must be told rather than
+    /// skipped silently.
+    pub fn attach_at(&self, id: ReaderId, now: Instant) -> Attached {
         let mut state = self.lock();
         if state.readers.iter().any(|r| r.role == Role::Primary) {
-            Self::push_shadow(&mut state, id);
+            Self::push_shadow(&mut state, id, now);
             drop(state);
             // The shadow limit may have ended the oldest shadow.
             self.ring();
-            return None;
+            return Attached::Shadow;
         }
-        let position = state.resume_position.max(state.floor());
-        Self::push_primary(&mut state, self.stream, id, position);
+        let floor = state.floor();
+        let stopped = state.resume_position;
+        let start = stopped.max(floor);
+        let skipped_from = (stopped < start).then_some(stopped);
+        Self::push_primary(&mut state, self.stream, id, start, now);
         Self::wake(state);
-        Some(position)
+        if let Some(from) = skipped_from {
+            tracing::debug!(
+                reader = id,
+                from,
+                start,
+                "a fresh primary starts past events it never had"
+            );
+        }
+        Attached::Primary {
+            start,
+            skipped_from,
+        }
     }
 
     /// Attaches a keep-alive-only reader, whatever else is attached.
     #[cfg(test)]
     fn attach_shadow(&self, id: ReaderId) {
         let mut state = self.lock();
-        Self::push_shadow(&mut state, id);
+        Self::push_shadow(&mut state, id, Instant::now());
     }
 
-    fn push_shadow(state: &mut LogState<E>, id: ReaderId) {
+    fn push_shadow(state: &mut LogState<E>, id: ReaderId, now: Instant) {
         let since = state.next_index;
         state.readers.push(Reader {
             id,
             role: Role::Shadow,
             position: 0,
             end_at: None,
-            progressed_at: Instant::now(),
+            progressed_at: now,
             since,
         });
         state.enforce_shadow_limit();
@@ -709,14 +816,18 @@ impl<E: Clone> StreamLog<E> {
             drop(forgotten);
             return;
         };
+        // A drop is the connection's act, with no owner's turn to take the
+        // time from: the promoted shadow's stall clock starts now.
         let gone = state.remove(at, Instant::now());
         tracing::trace!(reader = id, position = gone.position, role = ?gone.role, "reader detached");
-        if state.blocked || self.budget.is_starved() {
-            self.room.notify();
-        }
+        let tell = state.blocked || self.budget.is_starved();
         let promoted = gone.role == Role::Primary;
         drop(state);
         drop(forgotten);
+        // Outside the lock: the producer's waker may lock this log (D3).
+        if tell {
+            self.room.notify();
+        }
         if promoted {
             self.ring();
         }
@@ -727,32 +838,42 @@ impl<E: Clone> StreamLog<E> {
     /// it unread and send it on the new connection too.
     #[cfg(test)]
     fn step(&self, id: ReaderId) -> Step<E> {
-        self.step_in(&mut self.lock(), id)
+        let (step, tell) = self.step_in(&mut self.lock(), id);
+        if tell {
+            self.room.notify();
+        }
+        step
     }
 
     /// [`step`](Self::step), parking the reader with `waker` when it has
     /// nothing to do, under the same lock, so no change can slip between.
     fn step_or_park(&self, id: ReaderId, waker: &Waker) -> Step<E> {
         let mut state = self.lock();
-        let step = self.step_in(&mut state, id);
+        let (step, tell) = self.step_in(&mut state, id);
         let replaced = match step {
             Step::Wait => state.park(id, waker),
             _ => None,
         };
         drop(state);
         drop(replaced);
+        // Outside the lock: the producer's waker may lock this log (D3).
+        if tell {
+            self.room.notify();
+        }
         step
     }
 
-    fn step_in(&self, state: &mut LogState<E>, id: ReaderId) -> Step<E> {
+    /// The reader's next step, and whether the producer must be told that
+    /// it made room (which the caller does once the lock is released).
+    fn step_in(&self, state: &mut LogState<E>, id: ReaderId) -> (Step<E>, bool) {
         let Some(reader) = state.readers.iter().find(|r| r.id == id) else {
-            return Step::Done;
+            return (Step::Done, false);
         };
         if reader.end_at.is_some_and(|end| reader.position >= end) {
-            return Step::Done;
+            return (Step::Done, false);
         }
         if reader.role == Role::Shadow {
-            return Step::Wait;
+            return (Step::Wait, false);
         }
         let floor = state.floor();
         if reader.position < floor {
@@ -764,7 +885,7 @@ impl<E: Clone> StreamLog<E> {
                 floor,
                 "reader fell below the replay floor"
             );
-            return Step::Done;
+            return (Step::Done, false);
         }
         let offset = reader.position - floor;
         let logged = match usize::try_from(offset)
@@ -776,16 +897,16 @@ impl<E: Clone> StreamLog<E> {
                 id: entry.id.clone(),
                 event: entry.event.clone(),
             },
-            None if state.finished => return Step::Done,
-            None => return Step::Wait,
+            None if state.finished => return (Step::Done, false),
+            None => return (Step::Wait, false),
         };
         if let Some(reader) = state.readers.iter_mut().find(|r| r.id == id) {
             reader.position = logged.index.saturating_add(1);
+            // A read is the peer's act, polled by its HTTP body, not by the
+            // owner: it is stamped when it happens.
             reader.progressed_at = Instant::now();
         }
-        if (state.blocked && !state.is_full()) || self.budget.is_starved() {
-            self.room.notify();
-        }
-        Step::Send(logged)
+        let tell = (state.blocked && !state.is_full()) || self.budget.is_starved();
+        (Step::Send(logged), tell)
     }
 }

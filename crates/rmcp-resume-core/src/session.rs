@@ -52,15 +52,19 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::log::{Budget, Full, LogReader, ReaderId, Room, StreamLog, Window, later};
+use crate::log::{Attached, Budget, Full, LogReader, ReaderId, Room, StreamLog, Window, later};
 use crate::resumption::{ResumeAnswer, RmcpEventId, StreamId, StreamLookup, plan};
 use keys::ServerKeys;
 
 #[cfg(test)]
 mod attack;
 mod keys;
+#[cfg(all(test, rmcp_resume_loom))]
+mod loom_wake;
 #[cfg(test)]
 mod model;
+#[cfg(test)]
+mod promises;
 #[cfg(test)]
 mod tests;
 
@@ -302,11 +306,17 @@ impl<E: Clone, T, X> Session<E, T, X> {
 
     /// Forgets request stream `m` at once; its waiting messages are gone,
     /// and what waited for the bytes it held is admitted.
+    /// Reads the clock; see [`close_request_at`](Self::close_request_at).
     pub fn close_request(&mut self, m: u64) -> Option<(X, Vec<Admission<T>>)> {
+        self.close_request_at(m, Instant::now())
+    }
+
+    /// [`close_request`](Self::close_request) at `now`.
+    pub fn close_request_at(&mut self, m: u64, now: Instant) -> Option<(X, Vec<Admission<T>>)> {
         self.completed.retain(|(_, x)| *x != m);
         self.lingering.retain(|(_, x)| *x != m);
         let (extra, mut gone) = self.remove_request(m)?;
-        gone.extend(self.flush());
+        gone.extend(self.flush_at(now));
         Some((extra, gone))
     }
 
@@ -325,26 +335,60 @@ impl<E: Clone, T, X> Session<E, T, X> {
     }
 
     /// Attaches a reader to `stream` from `position` as its primary.
+    /// Reads the clock; see [`connect_at`](Self::connect_at).
     pub fn connect(&mut self, stream: StreamId, position: u64) -> Option<LogReader<E>> {
+        self.connect_at(stream, position, Instant::now())
+    }
+
+    /// [`connect`](Self::connect) at `now`: the reader's stall clock starts
+    /// there.
+    pub fn connect_at(
+        &mut self,
+        stream: StreamId,
+        position: u64,
+        now: Instant,
+    ) -> Option<LogReader<E>> {
         let id = self.reader_id();
         let log = self.log(stream)?.clone();
-        log.attach_primary(id, position);
+        log.attach_primary_at(id, position, now);
         Some(LogReader::new(log, id))
     }
 
     /// A fresh standalone connection: the primary, from where the last one
     /// stopped, if none is attached (its first index returned), else a
-    /// keep-alive-only shadow (`None`).
+    /// keep-alive-only shadow (`None`). Reads the clock, and does not say
+    /// when the start skips: see
+    /// [`attach_standalone_at`](Self::attach_standalone_at).
     pub fn attach_standalone(&mut self) -> (LogReader<E>, Option<u64>) {
+        let (reader, attached) = self.attach_standalone_at(Instant::now());
+        let start = match attached {
+            Attached::Primary { start, .. } => Some(start),
+            Attached::Shadow => None,
+        };
+        (reader, start)
+    }
+
+    /// A fresh standalone connection at `now`, and how it was attached:
+    /// when the last primary stopped below the floor, the new one starts at
+    /// the floor and [`Attached::Primary::skipped_from`] says where the
+    /// client's events stopped, so the owner tells the client
+    /// ([`Attached::notice`]) instead of skipping silently.
+    pub fn attach_standalone_at(&mut self, now: Instant) -> (LogReader<E>, Attached) {
         let id = self.reader_id();
-        let start = self.standalone.attach(id);
-        (LogReader::new(self.standalone.clone(), id), start)
+        let attached = self.standalone.attach_at(id, now);
+        (LogReader::new(self.standalone.clone(), id), attached)
     }
 
     /// Decides a resume from `cursor` and, when the answer is a stream,
     /// attaches the resuming connection as the stream's primary. Call
     /// [`expire`](Self::expire) first: an expiry may be due in the same turn.
+    /// Reads the clock; see [`resume_at`](Self::resume_at).
     pub fn resume(&mut self, cursor: RmcpEventId) -> Resumed<E> {
+        self.resume_at(cursor, Instant::now())
+    }
+
+    /// [`resume`](Self::resume) at `now`.
+    pub fn resume_at(&mut self, cursor: RmcpEventId, now: Instant) -> Resumed<E> {
         let stream = cursor.stream_id();
         let lookup = self.log(stream).map_or(StreamLookup::UnknownStream, |log| {
             StreamLookup::Found(log.view())
@@ -352,7 +396,7 @@ impl<E: Clone, T, X> Session<E, T, X> {
         let answer = plan(lookup, cursor);
         let reader = answer
             .start()
-            .and_then(|position| self.connect(stream, position));
+            .and_then(|position| self.connect_at(stream, position, now));
         Resumed { answer, reader }
     }
 
@@ -367,6 +411,7 @@ impl<E: Clone, T, X> Session<E, T, X> {
     }
 
     /// Appends one of the server's own control frames, which never waits.
+    /// Reads the clock; see [`append_control_at`](Self::append_control_at).
     pub fn append_control(
         &mut self,
         stream: StreamId,
@@ -374,12 +419,36 @@ impl<E: Clone, T, X> Session<E, T, X> {
         id: Option<String>,
         weight: usize,
     ) -> Option<u64> {
-        Some(self.log(stream)?.append(event, id, weight))
+        self.append_control_at(stream, event, id, weight, Instant::now())
+    }
+
+    /// [`append_control`](Self::append_control) at `now`.
+    pub fn append_control_at(
+        &mut self,
+        stream: StreamId,
+        event: E,
+        id: Option<String>,
+        weight: usize,
+        now: Instant,
+    ) -> Option<u64> {
+        Some(self.log(stream)?.append_at(event, id, weight, now))
     }
 
     /// Routes a message into `stream`'s log; `None` when it waits (its
-    /// admission comes out of a later [`flush`](Self::flush)).
+    /// admission comes out of a later [`flush`](Self::flush)). Reads the
+    /// clock; see [`deliver_at`](Self::deliver_at).
     pub fn deliver(&mut self, stream: StreamId, pending: Pending<E, T>) -> Option<Admission<T>> {
+        self.deliver_at(stream, pending, Instant::now())
+    }
+
+    /// [`deliver`](Self::deliver) at `now`: the event's age and, when it
+    /// answers its request, the stream's TTL count from there.
+    pub fn deliver_at(
+        &mut self,
+        stream: StreamId,
+        pending: Pending<E, T>,
+        now: Instant,
+    ) -> Option<Admission<T>> {
         let Some(queue) = self.queue(stream) else {
             return Some(Admission::Gone {
                 stream,
@@ -387,7 +456,7 @@ impl<E: Clone, T, X> Session<E, T, X> {
             });
         };
         let pending = if queue.is_empty() {
-            match self.try_admit(stream, pending) {
+            match self.try_admit(stream, pending, now) {
                 Ok(admission) => return Some(admission),
                 Err(pending) => pending,
             }
@@ -403,11 +472,17 @@ impl<E: Clone, T, X> Session<E, T, X> {
     }
 
     /// Admits waiting messages, oldest first per stream, while they fit.
+    /// Reads the clock; see [`flush_at`](Self::flush_at).
     pub fn flush(&mut self) -> Vec<Admission<T>> {
+        self.flush_at(Instant::now())
+    }
+
+    /// [`flush`](Self::flush) at `now`.
+    pub fn flush_at(&mut self, now: Instant) -> Vec<Admission<T>> {
         let mut admitted = Vec::new();
         let streams: Vec<StreamId> = self.waiting.iter().copied().collect();
         for stream in streams {
-            self.flush_stream(stream, &mut admitted);
+            self.flush_stream(stream, &mut admitted, now);
         }
         if self.waiting.is_empty() {
             self.budget.set_starved(false);
@@ -415,14 +490,14 @@ impl<E: Clone, T, X> Session<E, T, X> {
         admitted
     }
 
-    fn flush_stream(&mut self, stream: StreamId, admitted: &mut Vec<Admission<T>>) {
+    fn flush_stream(&mut self, stream: StreamId, admitted: &mut Vec<Admission<T>>, now: Instant) {
         loop {
             let Some(pending) = self.queue(stream).and_then(VecDeque::pop_front) else {
                 self.waiting.remove(&stream);
                 return;
             };
             self.waiting_count -= 1;
-            match self.try_admit(stream, pending) {
+            match self.try_admit(stream, pending, now) {
                 Ok(admission) => admitted.push(admission),
                 Err(pending) => {
                     if let Some(queue) = self.queue(stream) {
@@ -449,6 +524,7 @@ impl<E: Clone, T, X> Session<E, T, X> {
         &mut self,
         stream: StreamId,
         pending: Pending<E, T>,
+        now: Instant,
     ) -> Result<Admission<T>, Pending<E, T>> {
         let Some(log) = self.log(stream).cloned() else {
             return Ok(Admission::Gone {
@@ -466,10 +542,10 @@ impl<E: Clone, T, X> Session<E, T, X> {
             completes,
             ticket,
         } = pending;
-        match log.try_append(event, id, weight) {
+        match log.try_append_at(event, id, weight, now) {
             Ok(index) => {
                 let completed = match (completes, stream) {
-                    (true, StreamId::Request(m)) => self.complete(m, Instant::now()),
+                    (true, StreamId::Request(m)) => self.complete(m, now),
                     _ => false,
                 };
                 Ok(Admission::Admitted {
@@ -511,14 +587,21 @@ impl<E: Clone, T, X> Session<E, T, X> {
     }
 
     /// Evicts the session's oldest evictable event: of the standalone
-    /// stream, the open request streams, and the earliest answered stream
-    /// that holds any. Returns whether one was evicted.
+    /// stream, the open request streams, every lingering stream (past its
+    /// TTL, kept only for what its reader has not read: what it has read
+    /// is nobody's, D1 of issue #43) and the earliest answered stream that
+    /// holds any. Returns whether one was evicted.
     fn evict_oldest(&mut self) -> bool {
         let answered = self
             .completed
             .iter()
             .filter_map(|(_, m)| self.requests.get(m))
             .find(|r| r.log.oldest_evictable().is_some())
+            .map(|r| &r.log);
+        let lingering = self
+            .lingering
+            .iter()
+            .filter_map(|(_, m)| self.requests.get(m))
             .map(|r| &r.log);
         let open = self
             .requests
@@ -527,6 +610,7 @@ impl<E: Clone, T, X> Session<E, T, X> {
             .map(|r| &r.log);
         std::iter::once(&self.standalone)
             .chain(open)
+            .chain(lingering)
             .chain(answered)
             .filter_map(|log| log.oldest_evictable().map(|at| (at, log)))
             .min_by_key(|(at, _)| *at)
@@ -595,7 +679,7 @@ impl<E: Clone, T, X> Session<E, T, X> {
             }
         }
         if closed && self.has_waiting() {
-            gone.extend(self.flush());
+            gone.extend(self.flush_at(now));
         }
         gone
     }
@@ -616,38 +700,34 @@ impl<E: Clone, T, X> Session<E, T, X> {
         true
     }
 
-    /// The logs whose readers hold a waiting message back: a message waits
-    /// only for a reader of its own stream.
-    fn holding_logs(&self) -> Vec<&Arc<StreamLog<E>>> {
-        self.waiting
-            .iter()
-            .filter_map(|stream| self.log(*stream))
-            .collect()
+    /// Every retained stream's log. A reader that owes an event holds it
+    /// whether or not a message waits behind it, so the stall rule looks at
+    /// all of them (D2 of issue #43): one lock each, a few hundred at most
+    /// (the answered streams' cap), once per turn of the owner.
+    fn logs(&self) -> impl Iterator<Item = &Arc<StreamLog<E>>> {
+        std::iter::once(&self.standalone).chain(self.requests.values().map(|r| &r.log))
     }
 
-    /// When the earliest reader holding a waiting message back will count
-    /// as stalled.
+    /// When the earliest reader that owes its connection an event will
+    /// have owed it for the stall timeout with no progress.
     pub fn stall_deadline(&self) -> Option<Instant> {
-        if self.waiting.is_empty() {
-            return None;
-        }
         let stall = self.limits.reader_stall_timeout;
-        self.holding_logs()
-            .into_iter()
+        self.logs()
             .filter_map(|log| log.stall_deadline(stall))
             .min()
     }
 
-    /// Ends readers that owed progress for the stall timeout by `now`, then
-    /// admits what waited for them.
+    /// Ends the readers that by `now` owed an event for the stall timeout
+    /// with no progress, whether or not a message waits for them, then
+    /// admits what waited.
     pub fn end_stalled(&mut self, now: Instant) -> Vec<Admission<T>> {
         let stall = self.limits.reader_stall_timeout;
-        for log in self.holding_logs() {
+        for log in self.logs() {
             if log.end_stalled(now, stall) {
                 tracing::debug!(stream = ?log.stream(), ?stall, "ended a stalled reader");
             }
         }
-        self.flush()
+        self.flush_at(now)
     }
 }
 

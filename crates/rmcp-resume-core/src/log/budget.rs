@@ -2,7 +2,9 @@
 //! it shares with the rest of its session and its process.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
+
+use super::sync::{AtomicBool, AtomicUsize};
 use std::time::Duration;
 
 /// One stream's replay window.
@@ -111,7 +113,7 @@ impl Budget {
         Self {
             session: Meter::new(session),
             process,
-            starved: Arc::default(),
+            starved: Arc::new(AtomicBool::new(false)),
         }
     }
 

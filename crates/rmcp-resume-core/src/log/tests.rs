@@ -344,19 +344,23 @@ fn bytes_are_counted_on_both_meters_and_returned_on_eviction_and_drop() {
     assert_eq!((budget.session().used(), process.used()), (0, 0));
 }
 
-#[test]
-fn a_starved_session_holds_back_only_readers_of_the_oldest_event() {
+/// A reader owing an event holds its bytes whether or not the session is
+/// starved, so its stall deadline runs either way (D2 of issue #43).
+#[tokio::test(start_paused = true)]
+async fn a_reader_owing_an_event_has_a_deadline_starved_or_not() {
     let budget = Budget::new(10, None);
     let log = windowed(Window::new(16, 16, Duration::ZERO), budget.clone());
     log.append((), None, 8);
     log.attach_primary(1, 1);
     let stall = Duration::from_secs(10);
-    assert_eq!(log.stall_deadline(stall), None, "not full, not starved");
-    budget.set_starved(true);
-    assert!(
-        log.stall_deadline(stall).is_some(),
-        "the reader holds the bytes"
+    let due = Instant::now() + stall;
+    assert_eq!(
+        log.stall_deadline(stall),
+        Some(due),
+        "not full, not starved"
     );
+    budget.set_starved(true);
+    assert_eq!(log.stall_deadline(stall), Some(due), "starved");
     assert!(!log.end_stalled(Instant::now(), stall), "not stalled yet");
     assert!(log.end_stalled(Instant::now() + stall, stall));
     assert_eq!(
@@ -832,4 +836,58 @@ fn a_reader_polled_again_by_another_task_is_woken_there() {
         1,
         "the one it replaced is not kept"
     );
+}
+
+/// A primary the server is closing (SEP-1699) owes only what precedes its
+/// end: past it, events appended later are for the next connection, and it
+/// has no stall deadline however long it waits.
+#[tokio::test(start_paused = true)]
+async fn a_primary_being_closed_owes_only_up_to_its_end() {
+    let stall = Duration::from_secs(10);
+    let log = StreamLog::new(StreamId::Standalone, 1, 8, 2, Room::default());
+    assert_eq!(log.attach(1), Some(1));
+    log.append((), None, 0);
+    log.end_readers();
+    log.append((), None, 0);
+    let attached = Instant::now();
+    assert_eq!(
+        log.stall_deadline(stall),
+        Some(attached + stall),
+        "it owes event 1, before its end"
+    );
+    tokio::time::advance(Duration::from_secs(1)).await;
+    assert!(matches!(log.step(1), Step::Send(_)));
+    assert_eq!(
+        log.stall_deadline(stall),
+        None,
+        "at its end it owes nothing, though event 2 is unread"
+    );
+    tokio::time::advance(stall).await;
+    assert!(!log.end_stalled(Instant::now(), stall));
+    assert!(matches!(log.step(1), Step::Done));
+}
+
+/// A read tells the producer only when it waits (blocked on this log, or
+/// the session starved of bytes): a wake for nothing costs the owner a turn.
+#[tokio::test]
+async fn a_read_wakes_the_producer_only_when_it_waits() {
+    use futures::FutureExt;
+    let room = Room::default();
+    let log = StreamLog::new(StreamId::Standalone, 1, 4, 2, room.clone());
+    assert_eq!(log.attach(1), Some(1));
+    log.append((), None, 0);
+    assert!(matches!(log.step(1), Step::Send(_)));
+    assert!(
+        room.made().now_or_never().is_none(),
+        "nobody waits, nobody is told"
+    );
+    for _ in 0..4 {
+        log.append((), None, 0);
+    }
+    assert!(
+        log.try_append((), None, 0).is_err(),
+        "full: the producer waits"
+    );
+    assert!(matches!(log.step(1), Step::Send(_)));
+    assert!(room.made().now_or_never().is_some(), "the read made room");
 }

@@ -730,3 +730,146 @@ proptest! {
         }
     }
 }
+
+/// What the verifier is told shows in its outcome and so in its verdict:
+/// the declared floor, the acknowledgement, a re-created session.
+#[test]
+fn verifier_records_what_it_is_told() {
+    let cursor = c("3");
+    let policy = UnprovenPolicy::Strict;
+    let mut resume = ResumeVerifier::new(cursor.clone(), StatusCode::OK, policy);
+    assert_eq!(resume.outcome(), &ok(200));
+    resume.declare_floor(c("2"));
+    assert_eq!(resume.outcome().floor, Some(c("2")));
+    resume.acknowledge(Acknowledgement::NotHonoured);
+    assert_eq!(
+        resume.outcome().acknowledgement,
+        Some(Acknowledgement::NotHonoured)
+    );
+    assert_eq!(resume.outcome().session, SessionContinuity::Durable);
+    resume.session_recreated();
+    assert_eq!(resume.outcome().session, SessionContinuity::Recreated);
+    let mut by_hand = ok(200);
+    by_hand.floor = Some(c("2"));
+    by_hand.acknowledgement = Some(Acknowledgement::NotHonoured);
+    by_hand.session = SessionContinuity::Recreated;
+    assert_eq!(resume.verdict(), decide(&cursor, &by_hand, policy));
+    assert_ne!(
+        resume.verdict(),
+        decide(&cursor, &ok(200), policy),
+        "what it was told changes the verdict"
+    );
+}
+
+/// With opaque ids a re-sent copy of the cursor is the same id, and only
+/// that; the count of dropped copies starts at none.
+#[test]
+fn verifier_drops_only_an_opaque_cursor_sent_again() {
+    let cursor = c("store-7");
+    let mut resume = ResumeVerifier::new(cursor.clone(), StatusCode::OK, UnprovenPolicy::Lenient);
+    assert_eq!(resume.duplicates(), 0);
+    assert_eq!(resume.on_event(Some(&cursor)), EventAction::SkipDuplicate);
+    assert_eq!(resume.duplicates(), 1);
+    assert_eq!(resume.on_event(Some(&cursor)), EventAction::SkipDuplicate);
+    assert_eq!(resume.duplicates(), 2);
+    assert_eq!(resume.on_event(Some(&c("store-8"))), EventAction::Deliver);
+    assert_eq!(resume.outcome().first_event, Some(c("store-8")));
+    let mut fresh = ResumeVerifier::new(cursor, StatusCode::OK, UnprovenPolicy::Lenient);
+    assert_eq!(fresh.on_event(Some(&c("store-9"))), EventAction::Deliver);
+    assert_eq!(fresh.duplicates(), 0);
+}
+
+/// The length bound is inclusive: an id of exactly `MAX_CURSOR_LEN` bytes
+/// is taken, from a string or from header bytes, and one byte more is not;
+/// an opaque id reads back as sent.
+#[test]
+fn a_cursor_of_exactly_the_maximum_length_is_taken() {
+    let longest = "x".repeat(MAX_CURSOR_LEN);
+    let over = "x".repeat(MAX_CURSOR_LEN + 1);
+    for parsed in [
+        EventCursor::parse(&longest),
+        EventCursor::from_bytes(longest.as_bytes()),
+    ] {
+        match parsed {
+            Ok(EventCursor::Opaque(id)) => assert_eq!(id.as_str(), longest),
+            other => panic!("the longest id: {other:?}"),
+        }
+    }
+    for parsed in [
+        EventCursor::parse(&over),
+        EventCursor::from_bytes(over.as_bytes()),
+    ] {
+        assert!(
+            matches!(parsed, Err(CursorParseError::TooLong { len, max })
+                if len == MAX_CURSOR_LEN + 1 && max == MAX_CURSOR_LEN),
+            "{parsed:?}"
+        );
+    }
+    let short = OpaqueEventId::new("store-7").unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(short.as_str(), "store-7");
+}
+
+/// A lost range holds at least one event: the ones strictly between its
+/// ends, counted; adjacent ids lose nothing.
+#[test]
+fn a_lost_range_holds_what_lies_between() {
+    let after = StreamId::Request(2).event(3);
+    let Some(lost) = LostRange::between(after, 7) else {
+        panic!("4, 5 and 6 lie between 3 and 7");
+    };
+    assert_eq!((lost.first.index, lost.last.index, lost.len()), (4, 6, 3));
+    assert!(!lost.is_empty());
+    assert_eq!(lost.to_string(), "4/2..=6/2 (3 events)");
+    assert_eq!(LostRange::between(after, 4), None);
+}
+
+/// A stream id names its request stream's number, and none for the
+/// standalone stream.
+#[test]
+fn a_stream_id_names_its_request_number() {
+    assert_eq!(StreamId::Standalone.request(), None);
+    assert_eq!(StreamId::Request(0).request(), Some(0));
+    assert_eq!(StreamId::Request(7).request(), Some(7));
+}
+
+/// Every answer has its own words (for the error body and the log).
+#[test]
+fn every_resume_answer_says_what_it_is_in_its_own_words() {
+    let answers = [
+        ResumeAnswer::Replay { from: 2, floor: 1 },
+        ResumeAnswer::Fallback { from: 2, floor: 2 },
+        ResumeAnswer::Complete,
+        ResumeAnswer::BelowFloor { floor: 3 },
+        ResumeAnswer::BeyondHead { head: 1 },
+        ResumeAnswer::UnknownStream,
+        ResumeAnswer::SessionLost,
+    ];
+    let reasons: std::collections::BTreeSet<&str> =
+        answers.iter().map(ResumeAnswer::reason).collect();
+    assert_eq!(reasons.len(), answers.len(), "{reasons:?}");
+    assert!(reasons.iter().all(|r| r.len() > 10), "{reasons:?}");
+    assert_eq!(
+        ResumeAnswer::SessionLost.reason(),
+        "session not found",
+        "upstream's words for a lost session"
+    );
+}
+
+/// An unhonoured cursor's error names the floor the server declared, and
+/// says nothing of one it did not.
+#[test]
+fn an_unhonoured_cursor_names_the_declared_floor() {
+    let with = ResumptionError::NotHonoured {
+        cursor: c("4/2"),
+        floor: Some(c("3/2")),
+    };
+    assert_eq!(
+        with.to_string(),
+        "server did not honour cursor 4/2 (replay floor 3/2)"
+    );
+    let without = ResumptionError::NotHonoured {
+        cursor: c("4/2"),
+        floor: None,
+    };
+    assert_eq!(without.to_string(), "server did not honour cursor 4/2");
+}
