@@ -117,7 +117,7 @@ impl Worker for LocalSessionWorker {
                 _ = stall.ring(), if stall.is_armed() => {
                     let admitted = self.session.end_stalled(Instant::now());
                     self.settle_all(admitted);
-                    Turn::Timer
+                    Turn::Stall
                 }
                 // Answered streams expire on time, even in a quiet session.
                 _ = expiry.ring(), if expiry.is_armed() => Turn::Timer,
@@ -133,6 +133,9 @@ impl Worker for LocalSessionWorker {
             };
             match turn {
                 Turn::Active | Turn::Timer => last_turn = Instant::now(),
+                // Every event handed to a reader arms the stall alarm; one
+                // that rings after the reader read is nobody's activity.
+                Turn::Stall => {}
                 Turn::KeepAlive => {
                     // A client holding its standalone `GET` open is there,
                     // waiting for what the server sends: its session is not
@@ -161,4 +164,6 @@ enum Turn {
     Timer,
     /// The keep-alive's alarm rang: the session may have been idle.
     KeepAlive,
+    /// The stall alarm rang: readers that owed an event too long were ended.
+    Stall,
 }
