@@ -645,3 +645,45 @@ async fn a_restored_session_never_reuses_an_id_of_its_earlier_life() -> anyhow::
     assert_eq!(response.status(), 400);
     Ok(())
 }
+
+/// A fresh standalone `GET` (no cursor) after the client's last one went
+/// away having read event 1, while the server sent 20 more with no reader
+/// and a window of 4: the new stream starts at the window's floor, and its
+/// first frame says so (`complete: false`, the cursor where the client's
+/// events stopped, the floor), instead of skipping silently.
+#[tokio::test]
+async fn a_fresh_standalone_stream_that_skips_says_so_first() -> anyhow::Result<()> {
+    let h = harness(4).await?;
+    let mut session = RawSession::open(&h.url).await?;
+    let mut first = SseReader::new(session.get(None).await?);
+    let (_, response) = session
+        .call("announce", json!({ "count": 1 }), false)
+        .await?;
+    SseReader::new(response).collect().await?;
+    let read = loop {
+        let frame = first
+            .next()
+            .await?
+            .ok_or_else(|| anyhow::anyhow!("the standalone stream ended"))?;
+        if frame.json().is_some() {
+            break frame;
+        }
+    };
+    let last = read.id.clone().expect("a standalone event carries its id");
+    drop(first);
+    let (_, response) = session
+        .call("announce", json!({ "count": 20 }), false)
+        .await?;
+    SseReader::new(response).collect().await?;
+    let mut fresh = SseReader::new(session.get(None).await?);
+    let frame = fresh
+        .next()
+        .await?
+        .ok_or_else(|| anyhow::anyhow!("the fresh stream ended"))?;
+    let told = notice(&frame);
+    assert!(!told.complete, "{told:?}");
+    assert_eq!(told.cursor.to_string(), last, "{told:?}");
+    let floor = told.floor.expect("the floor the stream goes on from");
+    assert!(floor.to_string() != last, "{floor}");
+    Ok(())
+}

@@ -152,10 +152,24 @@ impl<S: crate::fork::SessionService + Send + 'static, M: SessionManager>
             (Some(retry), None) => Some(crate::line::retry_hint(retry)),
             (None, _) => None,
         };
+        let skipped = opened.skipped().cloned();
         let frames = futures::stream::iter(priming)
             .chain(opened.stream)
             .map(frame);
-        self.sse(frames, None)
+        match skipped {
+            // Events the client never got were evicted with no reader to
+            // take them: it hears so first, as a resume below the floor does.
+            Some(notice) => {
+                self.telemetry.count(Counter::Fallback);
+                let floor = notice.floor.as_ref().map(ToString::to_string);
+                let first = notice_frame(&notice);
+                self.sse(
+                    futures::stream::once(async move { first }).chain(frames),
+                    floor,
+                )
+            }
+            None => self.sse(frames, None),
+        }
     }
 
     async fn resume_local(

@@ -16,9 +16,20 @@ pub struct OpenedStream {
     /// Index of the first event this connection will carry, when it is a
     /// primary; `None` for a keep-alive-only shadow.
     pub(super) start: Option<u64>,
+    /// For a fresh standalone primary that starts past where the client's
+    /// last one stopped (the events in between were evicted with no reader
+    /// to take them): what its first frame must tell the client.
+    pub(super) skipped: Option<ReplayNotice>,
 }
 
 impl OpenedStream {
+    /// What the client must be told before this connection's first event:
+    /// `Some` when a fresh standalone stream starts past events the client
+    /// never got (`complete: false`, where its events stopped, the floor).
+    pub fn skipped(&self) -> Option<&ReplayNotice> {
+        self.skipped.as_ref()
+    }
+
     /// The id of the event just before the first one this connection will
     /// carry: the honest priming id for a fresh standalone connection.
     /// `None` for a shadow, whose first event is not known yet.
@@ -37,6 +48,7 @@ impl std::fmt::Debug for OpenedStream {
         f.debug_struct("OpenedStream")
             .field("http_request_id", &self.http_request_id)
             .field("start", &self.start)
+            .field("skipped", &self.skipped)
             .finish_non_exhaustive()
     }
 }

@@ -6,7 +6,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
-use rmcp_resume_core::log::{Budget, Meter, Window};
+use rmcp_resume_core::log::{Attached, Budget, Meter, Window};
 use rmcp_resume_core::session::{Admission, Limits, Pending, Session};
 use rmcp_resume_core::shared::{Gate, MirrorOp};
 use tokio::sync::{mpsc, oneshot};
@@ -240,20 +240,34 @@ impl LocalSessionWorker {
             http_request_id: Some(m),
             stream: events(reader, gate),
             start: Some(0),
+            skipped: None,
         })
     }
 
     /// A fresh standalone connection: the primary if none is live, else a
     /// shadow, decided in one step by the log.
     fn open_standalone(&mut self) -> OpenedStream {
-        let (reader, start) = self.session.attach_standalone();
-        if start.is_none() {
-            tracing::debug!(session_id = %self.id, "standalone stream already live; opening a shadow");
+        let (reader, attached) = self.session.attach_standalone_at(Instant::now());
+        let start = match attached {
+            Attached::Primary { start, .. } => Some(start),
+            Attached::Shadow => {
+                tracing::debug!(session_id = %self.id, "standalone stream already live; opening a shadow");
+                None
+            }
+        };
+        let skipped = attached.notice();
+        if let Some(notice) = &skipped {
+            tracing::debug!(
+                session_id = %self.id,
+                cursor = %notice.cursor,
+                "fresh standalone stream starts past the client's last event; telling it"
+            );
         }
         OpenedStream {
             http_request_id: None,
             stream: events(reader, self.standalone_gate.clone()),
             start,
+            skipped,
         }
     }
 
