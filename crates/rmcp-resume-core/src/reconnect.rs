@@ -20,11 +20,13 @@
 mod answer;
 mod config;
 mod connector;
+mod delivered;
 mod error;
 mod failure;
 mod handshake;
 mod machine;
 mod probe;
+mod quiet;
 mod retry_after;
 #[cfg(test)]
 mod tests;

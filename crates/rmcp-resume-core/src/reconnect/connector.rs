@@ -28,6 +28,12 @@ pub enum ReconnectDisposition {
     /// The server refused the cursor (for example `400`): resuming with it
     /// again cannot succeed.
     CursorRejected,
+    /// The server failed (a `5xx` other than a gateway's `502`, `503` or
+    /// `504`). To a resume, that is a failed resume, counted toward
+    /// `max_failed_resumes`: upstream rmcp 0.15 to 0.17 answer a cursor
+    /// they cannot replay with a `500`. To a `GET` without a cursor, it is
+    /// transient, as `Retry`.
+    ServerError,
     /// The session is gone (`404`): the caller must re-initialize.
     SessionLost,
     /// Nothing will help (authentication, `405`, …): stop.
@@ -44,7 +50,9 @@ impl ReconnectDisposition {
     /// | `408`, `409`, `425` | `Retry` |
     /// | `429`, `503` | `Busy` |
     /// | any other `4xx` (`400` for a refused cursor, …) | `CursorRejected` |
-    /// | anything else (other `5xx`, …) | `Retry` |
+    /// | `502`, `504` (a gateway's) | `Retry` |
+    /// | any other `5xx` | `ServerError` |
+    /// | anything else | `Retry` |
     ///
     /// `409` is transient: the TypeScript SDK answers it while the cut
     /// connection of the same stream is still being cleaned up.
@@ -59,6 +67,8 @@ impl ReconnectDisposition {
             }
             StatusCode::TOO_MANY_REQUESTS | StatusCode::SERVICE_UNAVAILABLE => Self::Busy,
             status if status.is_client_error() => Self::CursorRejected,
+            StatusCode::BAD_GATEWAY | StatusCode::GATEWAY_TIMEOUT => Self::Retry,
+            status if status.is_server_error() => Self::ServerError,
             _ => Self::Retry,
         }
     }

@@ -25,7 +25,18 @@
 //! there is something new, as the spec asks: its silence is a call still
 //! working. Such a resume is refreshed (the same cursor, at once) after
 //! the same timeout, since a server may have attached a resume that came
-//! early to nothing, and the refresh counts as progress, not failure.
+//! early to nothing, and the refresh counts as progress, not failure; but
+//! it brought nothing new, so each refresh in a row waits twice as long as
+//! the last, up to ten minutes (see [`super::quiet`]).
+//!
+//! # Progress
+//!
+//! Progress is something new: an event the stream has not delivered (a copy
+//! is dropped, and counts for nothing), the response, or a connection the
+//! server held. A held connection that ends on the cursor it began with
+//! resets every count, but lengthens the quiet run, which spaces the next
+//! `GET`s. No connection is followed at once unless it lived a second or
+//! brought something new.
 
 use std::future::Future;
 use std::mem;
@@ -40,7 +51,9 @@ use futures::future::BoxFuture;
 use http::StatusCode;
 use sse_stream::Sse;
 
+use super::delivered::Delivered;
 use super::probe::is_response;
+use super::quiet::{quiet_delay, refresh_wait};
 use super::{
     Attempt, Connector, Discontinuity, IdRules, ReconnectDisposition, ResumeConfig,
     ResumeStreamError, RetryPolicy, SseFrames,
@@ -149,6 +162,16 @@ pub(super) struct Machine<C: Connector, P: RetryPolicy> {
     provisional: Option<String>,
     /// The open connection was a resume (made with a cursor).
     resumed: bool,
+    /// The open connection delivered something new: an event not seen
+    /// before, or the response.
+    news: bool,
+    /// Connections in a row that were held and brought nothing new (see
+    /// [`super::quiet`]); an event ends the run.
+    quiet: u32,
+    /// The latest ids delivered on the stream, while the server has not
+    /// vouched for rmcp's rules: a copy of one is dropped, and is no
+    /// progress.
+    delivered: Delivered,
     /// The wait under way.
     step: Step<C::Error>,
     /// The one timer the waits share (a read's deadline, a backoff, a
@@ -166,6 +189,16 @@ const MIN_DELAY: Duration = Duration::from_secs(1);
 /// The longest a resume must be held open to count as progress, whatever
 /// the silence timeout: a connection lifetime of a minute must count.
 const HOLD: Duration = Duration::from_secs(5);
+
+/// The largest count passed to a retry policy. The default policy of rmcp
+/// 0.15 to 2.2 multiplies its base by two raised to the count in `u32`,
+/// unchecked, so a count of 32 overflows (a panic in a debug build, a
+/// wrapped delay in a release one); the standalone stream's count can grow
+/// that far while a server stays unreachable. At 16 that policy asks for
+/// 65 536 times its base, far above any `max_delay`. A policy's `max_times`
+/// above this count is never reached; the machine's own counts and the
+/// request deadline bound request streams first.
+const MAX_POLICY_COUNT: usize = 16;
 
 /// Whether a request's response has already come on this stream.
 fn draining_now(state: &State) -> bool {
@@ -305,6 +338,8 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
         let vouched = config.id_rules == IdRules::Rmcp;
         // A stream that starts by resuming is already failing to resume.
         let failing_since = matches!(state, State::Backoff(_)).then(Instant::now);
+        // The cursor names an event the client has: a copy of it is no news.
+        let delivered = Delivered::starting_at(cursor.as_deref());
         let mut machine = Self {
             connector,
             scope,
@@ -324,6 +359,9 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
             primed: false,
             provisional: None,
             resumed: false,
+            news: false,
+            quiet: 0,
+            delivered,
             step: Step::Ready,
             timer: None,
         };
@@ -386,9 +424,12 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
         // a server that never vouched, silence held long enough is a
         // call still working, and cutting it short would count the
         // quiet resume as progress before it was held.
+        // A server that never vouched is asked again ever more rarely while
+        // it stays quiet (see `quiet`): an idle session is not a loop.
         let silence = match self.remaining() {
             Some(left) if self.vouched => left.min(silence),
-            _ => silence,
+            _ if self.vouched => silence,
+            _ => refresh_wait(silence, self.quiet),
         };
         // Also silent: a resume from a server that never vouched whose
         // only news since its replay is a priming frame.
@@ -560,7 +601,7 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
             Read::Frame(sse) => match self.on_frame(sse) {
                 Frame::Pass(sse) => {
                     if self.scope == StreamScope::Request && is_response(&sse) {
-                        self.progress();
+                        self.news();
                         self.drain();
                     }
                     return Turn::Yield(Ok(sse));
@@ -582,7 +623,7 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
                         ),
                         stream: StreamScope::Request,
                     });
-                    self.progress();
+                    self.news();
                     self.drain();
                     return Turn::Yield(Ok(*sse));
                 }
@@ -595,9 +636,10 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
             Read::Idle if silent && !self.vouched => {
                 // The server holds the resume and has nothing new: a
                 // call still working. Refresh it, in case it was
-                // attached to nothing, without counting it.
-                tracing::debug!(parent: &self.span(), cursor = ?self.cursor, ?silence, "resume quiet; refreshing it");
-                self.progress();
+                // attached to nothing, without counting it; the next
+                // silence is waited on longer.
+                tracing::debug!(parent: &self.span(), cursor = ?self.cursor, ?silence, quiet = self.quiet, "resume quiet; refreshing it");
+                self.held_quietly();
                 self.state = State::Backoff(Duration::ZERO);
             }
             Read::Idle if silent => {
@@ -609,9 +651,9 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
             Read::Idle => {
                 tracing::debug!(parent: &self.span(), cursor = ?self.cursor, ?idle, "SSE stream idle; resuming it");
                 if self.held() {
-                    self.progress();
+                    self.held_quietly();
                 }
-                self.state = State::Backoff(Duration::ZERO);
+                self.state = State::Backoff(self.quiet_wait());
             }
             Read::Broke(error)
                 if is_undecodable(&error) || self.connector.break_is_final(&error) =>
@@ -624,9 +666,9 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
             Read::Broke(error) => {
                 tracing::debug!(parent: &self.span(), %error, cursor = ?self.cursor, "SSE stream broke");
                 if self.held() {
-                    // The server held the resume until the break (a
+                    // The server held the connection until the break (a
                     // connection lifetime, say): that was progress.
-                    self.progress();
+                    self.held_quietly();
                 }
                 if let Some(end) = self.attempt_failed(Attempt::Transport(error)) {
                     return Turn::Yield(Err(end));
@@ -674,6 +716,7 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
         let error = match connected {
             Ok(frames) => {
                 self.connected_at = asked_at;
+                self.news = false;
                 self.provisional = None;
                 self.resumed = cursor.is_some();
                 let verifier = cursor
@@ -702,21 +745,33 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
                     source: error,
                 })
             }
+            // The server failed on the cursor: upstream rmcp 0.15 to 0.17
+            // answer a resume they cannot replay so. Kept for ever, the
+            // cursor would cost the standalone stream every later event.
+            (ReconnectDisposition::ServerError, Some(cursor)) => {
+                tracing::debug!(parent: &self.span(), %error, %cursor, "the server failed on the resume");
+                self.resume_brought_nothing(Attempt::CursorRejected {
+                    cursor,
+                    source: error,
+                })
+            }
             (ReconnectDisposition::Busy, _) => {
                 // Never at once: the server asked for time, if only by its status.
                 let asked = self.connector.retry_after(&error);
                 let policy = self
-                    .policy
-                    .retry(self.failures)
-                    .or_else(|| self.policy.retry(0));
+                    .policy_retry(self.failures)
+                    .or_else(|| self.policy_retry(0));
                 let wait = asked.max(policy).filter(|w| !w.is_zero());
                 let wait = wait.unwrap_or(MIN_DELAY);
                 self.attempt_failed_after(Attempt::Connect(error), Some(wait))
             }
             // Nothing to reject without a cursor: treat it as transient.
-            (ReconnectDisposition::Retry | ReconnectDisposition::CursorRejected, _) => {
-                self.attempt_failed(Attempt::Connect(error))
-            }
+            (
+                ReconnectDisposition::Retry
+                | ReconnectDisposition::CursorRejected
+                | ReconnectDisposition::ServerError,
+                _,
+            ) => self.attempt_failed(Attempt::Connect(error)),
             (ReconnectDisposition::SessionLost, _) => {
                 self.state = State::Done;
                 Some(ResumeStreamError::SessionLost(error))
@@ -800,7 +855,14 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
                 return Frame::Skip;
             }
             match self.on_id(id, carries_data) {
-                Ok(true) if carries_data => self.provisional = None,
+                Ok(true) if carries_data => {
+                    self.provisional = None;
+                    if !self.vouched
+                        && let Some(id) = sse.id.as_deref()
+                    {
+                        self.delivered.insert(id);
+                    }
+                }
                 Ok(true) => {}
                 Ok(false) => return Frame::Skip,
                 Err(failure) => return Frame::Fail(failure, Some(Box::new(sse))),
@@ -920,7 +982,7 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
     ) -> bool {
         let cursor = self.cursor.replace(id.to_owned());
         self.primed = !carries_data;
-        self.progress();
+        self.news();
         self.report(Discontinuity {
             cursor,
             lost,
@@ -941,6 +1003,12 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
         // its first event `0` too: a message repeating an id only a priming
         // frame carried is new, not a copy.
         let unprimed = self.primed && carries_data && self.cursor.as_deref() == Some(id);
+        // Opaque ids prove no order, but one this stream delivered is a
+        // copy wherever it comes (a replay from the first event): dropped,
+        // and no progress.
+        if carries_data && !unprimed && !self.vouched && self.delivered.contains(id) {
+            return Ok(false);
+        }
         if unprimed && !draining_now(&self.state) {
             let verifying = matches!(self.state, State::Verifying { .. });
             if verifying && self.config.unproven == UnprovenPolicy::Strict {
@@ -955,7 +1023,7 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
             let checker = self.judge(id).map(ContinuityChecker::new);
             self.follow(checker);
             self.primed = false;
-            self.progress();
+            self.news();
             return Ok(true);
         }
         // Unvouched ids on an open stream need no parsing: only an exact
@@ -1047,10 +1115,10 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
                 None => self.cursor = Some(given.into_string()),
             }
             self.primed = !carries_data;
-            self.progress();
+            self.news();
         } else if unprimed {
             self.primed = false;
-            self.progress();
+            self.news();
         }
         Ok(true)
     }
@@ -1059,11 +1127,15 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
     /// [`ResumeConfig::silent_resume_timeout`] (at most [`HOLD`]) with nothing wrong, having
     /// acknowledged the cursor if it vouched for rmcp's rules (and so
     /// promised to).
+    /// Any other open connection (a fresh standalone stream, a proven one)
+    /// was held if it lived that long: a long-lived stream that ends is
+    /// reconnected at once, with or without a cursor.
     fn held(&self) -> bool {
-        let State::Verifying { heard, .. } = &self.state else {
-            return false;
+        let kept_promise = match &self.state {
+            State::Verifying { heard, .. } => *heard == Heard::Acknowledged || !self.vouched,
+            State::Following { .. } | State::Draining { .. } => true,
+            State::Backoff(_) | State::GiveUp | State::Done => false,
         };
-        let kept_promise = *heard == Heard::Acknowledged || !self.vouched;
         let hold = self.config.silent_resume_timeout.clamp(MIN_DELAY, HOLD);
         kept_promise && self.connected_at.elapsed() >= hold
     }
@@ -1078,6 +1150,45 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
         self.failures_with_cursor = 0;
         self.transport_failures = 0;
         self.failing_since = None;
+    }
+
+    /// Something new came (an event not delivered before, the response):
+    /// progress, and the end of a quiet run.
+    fn news(&mut self) {
+        self.progress();
+        self.news = true;
+        self.quiet = 0;
+    }
+
+    /// The server held the open connection and it ended (or was refreshed):
+    /// progress for every count, but a resume that ends on the cursor it
+    /// began with brought nothing, and lengthens the quiet run.
+    fn held_quietly(&mut self) {
+        self.progress();
+        if self.resumed && !self.news {
+            self.quiet = self.quiet.saturating_add(1);
+        }
+    }
+
+    /// Whether the connection that just ended may be followed at once: it
+    /// lived a second, or brought something new. Anything else (copies, an
+    /// instant break) waits, so that no server can make a loop without
+    /// pause.
+    fn may_follow_at_once(&self) -> bool {
+        self.news || self.connected_at.elapsed() >= MIN_DELAY
+    }
+
+    /// What is left of the quiet run's spacing (see [`super::quiet`]),
+    /// counted from when the connection that ended was asked for: a run of
+    /// long-lived connections goes on at once, short ones wait.
+    fn quiet_wait(&self) -> Duration {
+        quiet_delay(self.quiet, self.max_delay()).saturating_sub(self.connected_at.elapsed())
+    }
+
+    /// The retry policy's delay for `count`, with the count capped (see
+    /// [`MAX_POLICY_COUNT`]).
+    fn policy_retry(&self, count: usize) -> Option<Duration> {
+        self.policy.retry(count.min(MAX_POLICY_COUNT))
     }
 
     /// A request stream that has failed to resume for longer than
@@ -1141,13 +1252,13 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
             // new cursor. Its `retry`, nothing counted.
             self.cursor = Some(id);
             self.primed = true;
-            self.progress();
+            self.news();
             return self.schedule_after_progress();
         }
         if matches!(closed, State::Verifying { .. }) && was_held {
             // Held, then closed cleanly: a poll of a server with nothing new
             // (the TypeScript SDK's `closeSSEStream` on a resumed stream).
-            self.progress();
+            self.held_quietly();
             return self.schedule_after_progress();
         }
         if let State::Verifying { mut verifier, .. } = closed {
@@ -1181,8 +1292,16 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
 
     fn schedule_after_progress(&mut self) -> Option<ResumeStreamError<C::Error>> {
         let asked = self.server_retry.filter(|retry| !retry.is_zero());
-        match asked.or_else(|| self.policy.retry(0)) {
+        match asked.or_else(|| self.policy_retry(0)) {
             Some(delay) => {
+                // A run of quiet polls waits longer each time, and a close
+                // that brought nothing at once is never followed at once.
+                let delay = delay.max(self.quiet_wait());
+                let delay = if delay.is_zero() && !self.may_follow_at_once() {
+                    MIN_DELAY
+                } else {
+                    delay
+                };
                 // The server's `retry` is honoured up to the cap: a request
                 // must not wait a day because a server said so.
                 let delay = delay.min(self.max_delay());
@@ -1213,7 +1332,7 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
         if !matches!(last, Attempt::NothingNew) {
             self.failing_since.get_or_insert_with(Instant::now);
         }
-        match self.policy.retry(self.failures) {
+        match self.policy_retry(self.failures) {
             Some(delay) => {
                 self.failures += 1;
                 let delay = self.server_retry.map_or(delay, |server| server.max(delay));
@@ -1265,12 +1384,16 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
                 return self.resume_failed(error);
             }
         }
-        match self.policy.retry(self.failures) {
+        match self.policy_retry(self.failures) {
             Some(delay) => {
-                let delay = if self.failures == 0 {
-                    Duration::ZERO
-                } else {
-                    delay
+                // The first retry since progress is at once, unless the
+                // connection that broke brought nothing in under a second
+                // (copies, an instant break), or ended a quiet run.
+                let at_once = !matches!(last, Attempt::Transport(_)) || self.may_follow_at_once();
+                let delay = match self.failures {
+                    0 if at_once => self.quiet_wait(),
+                    0 => MIN_DELAY,
+                    _ => delay,
                 };
                 let delay = wait.map_or(delay, |wait| wait.max(delay));
                 // Only the first retry is at once: a policy's zero after it

@@ -69,6 +69,9 @@ struct Script {
     answers: VecDeque<Answer>,
     /// Answer once the script runs out.
     then: fn() -> Answer,
+    /// Once the script runs out, the answer to a `GET` without a cursor,
+    /// where it differs from `then` (a server that refuses only resumes).
+    fresh: Option<fn() -> Answer>,
     log: Log,
     start: Instant,
 }
@@ -79,10 +82,19 @@ impl Script {
         let script = Self {
             answers: answers.into(),
             then,
+            fresh: None,
             log: log.clone(),
             start: Instant::now(),
         };
         (script, log)
+    }
+
+    /// Answers a `GET` without a cursor with `fresh` once the script runs out.
+    fn with_fresh(self, fresh: fn() -> Answer) -> Self {
+        Self {
+            fresh: Some(fresh),
+            ..self
+        }
     }
 }
 
@@ -96,7 +108,11 @@ impl Connector for Script {
         if let Ok(mut log) = self.log.0.lock() {
             log.push((self.start.elapsed(), last_event_id.map(str::to_owned)));
         }
-        let answer = self.answers.pop_front().unwrap_or_else(self.then);
+        let then = match (last_event_id, self.fresh) {
+            (None, Some(fresh)) => fresh,
+            _ => self.then,
+        };
+        let answer = self.answers.pop_front().unwrap_or_else(then);
         Box::pin(async move {
             match answer {
                 Answer::Frames(frames) => Ok(opened(frames)),
@@ -1452,6 +1468,9 @@ mod attack;
 mod attack2;
 /// The client review's findings (2026-12), one scripted case each.
 mod findings;
+/// Issue #42: every wait ends and every loss is reported, off the request
+/// path too.
+mod issue42;
 /// A property test against a scripted server model (issue #24).
 mod model;
 
