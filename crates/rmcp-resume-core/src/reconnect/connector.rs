@@ -128,8 +128,19 @@ pub fn or_parent(span: tracing::Span, parent: &tracing::Span) -> tracing::Span {
     }
 }
 
+/// The largest count passed to a retry policy. The default policy of rmcp
+/// 0.15 to 2.2 multiplies its base by two raised to the count in `u32`,
+/// unchecked, so a count of 32 overflows (a panic in a debug build, a
+/// wrapped delay in a release one); the standalone stream's count can grow
+/// that far while a server stays unreachable. At 16 that policy asks for
+/// 65 536 times its base, far above any `max_delay`. A policy's `max_times`
+/// above this count is never reached; the machine's own counts and the
+/// request deadline bound request streams first.
+pub(super) const MAX_POLICY_COUNT: usize = 16;
+
 /// How long to wait before the next attempt, given the failures so far;
-/// `None` gives up.
+/// `None` gives up. The count the client passes is at most 16 (see the
+/// client's docs): a policy that gives up later than that never gives up.
 pub trait RetryPolicy: Debug + Send + Sync {
     /// The delay before attempt `failures + 1`.
     fn retry(&self, failures: usize) -> Option<Duration>;

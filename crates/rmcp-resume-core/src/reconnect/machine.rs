@@ -51,6 +51,7 @@ use futures::future::BoxFuture;
 use http::StatusCode;
 use sse_stream::Sse;
 
+use super::connector::MAX_POLICY_COUNT;
 use super::delivered::Delivered;
 use super::probe::is_response;
 use super::quiet::{quiet_delay, refresh_wait};
@@ -189,16 +190,6 @@ const MIN_DELAY: Duration = Duration::from_secs(1);
 /// The longest a resume must be held open to count as progress, whatever
 /// the silence timeout: a connection lifetime of a minute must count.
 const HOLD: Duration = Duration::from_secs(5);
-
-/// The largest count passed to a retry policy. The default policy of rmcp
-/// 0.15 to 2.2 multiplies its base by two raised to the count in `u32`,
-/// unchecked, so a count of 32 overflows (a panic in a debug build, a
-/// wrapped delay in a release one); the standalone stream's count can grow
-/// that far while a server stays unreachable. At 16 that policy asks for
-/// 65 536 times its base, far above any `max_delay`. A policy's `max_times`
-/// above this count is never reached; the machine's own counts and the
-/// request deadline bound request streams first.
-const MAX_POLICY_COUNT: usize = 16;
 
 /// Whether a request's response has already come on this stream.
 fn draining_now(state: &State) -> bool {
@@ -1186,7 +1177,7 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
     }
 
     /// The retry policy's delay for `count`, with the count capped (see
-    /// [`MAX_POLICY_COUNT`]).
+    /// [`MAX_POLICY_COUNT`](super::connector::MAX_POLICY_COUNT)).
     fn policy_retry(&self, count: usize) -> Option<Duration> {
         self.policy.retry(count.min(MAX_POLICY_COUNT))
     }
