@@ -151,3 +151,42 @@ impl<P: RetryPolicy + ?Sized> RetryPolicy for std::sync::Arc<P> {
         (**self).retry(failures)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `for_status`'s table, row by row, with a status from each range the
+    /// table leaves to its last rows.
+    #[test]
+    fn each_status_has_the_tables_disposition() {
+        use ReconnectDisposition::*;
+        let rows = [
+            (404, SessionLost),
+            (410, SessionLost),
+            (401, Terminate),
+            (403, Terminate),
+            (405, Terminate),
+            (408, Retry),
+            (409, Retry),
+            (425, Retry),
+            (429, Busy),
+            (503, Busy),
+            (400, CursorRejected),
+            (422, CursorRejected),
+            (502, Retry),
+            (504, Retry),
+            (500, ServerError),
+            (501, ServerError),
+            (599, ServerError),
+            (200, Retry),
+            (204, Retry),
+            (302, Retry),
+            (101, Retry),
+        ];
+        for (code, disposition) in rows {
+            let status = StatusCode::from_u16(code).map(ReconnectDisposition::for_status);
+            assert_eq!(status.ok(), Some(disposition), "{code}");
+        }
+    }
+}
