@@ -91,6 +91,24 @@ mod tests {
         );
     }
 
+    /// A policy whose delay names the count it was asked with, in seconds.
+    #[derive(Debug)]
+    struct Counting;
+
+    impl RetryPolicy for Counting {
+        fn retry(&self, count: usize) -> Option<Duration> {
+            Some(Duration::from_secs(count as u64))
+        }
+    }
+
+    #[test]
+    fn the_policy_is_asked_with_the_losses_before_this_one() {
+        let config = ResumeConfig::default().with_max_transport_failures(10);
+        let asked = |failures| resend_handshake(failures, &config, &Counting);
+        assert_eq!(asked(3), Some(Duration::from_secs(2)));
+        assert_eq!(asked(5), Some(Duration::from_secs(4)));
+    }
+
     /// The old lines' default policy, as in the machine's tests: two raised
     /// to the count in `u32`, unchecked.
     #[derive(Debug)]
