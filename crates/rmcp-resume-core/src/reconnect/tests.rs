@@ -1473,6 +1473,8 @@ mod findings;
 mod issue42;
 /// A property test against a scripted server model (issue #24).
 mod model;
+/// Cases for mutants that survived the rest of the suite.
+mod mutants;
 
 /// The first `limit` frames a fresh stream of `scope` yields, none an error.
 async fn frames_of(first: Vec<Sse>, script: Script, scope: StreamScope, limit: usize) -> Vec<Sse> {
