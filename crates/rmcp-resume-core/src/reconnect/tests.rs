@@ -299,8 +299,23 @@ fn resuming_sse_stream(
 
 type Outcome = (Vec<Sse>, Option<ResumeStreamError<Status>>);
 
-/// Drives the stream to its end (bounded, so a looping stream fails the test).
+/// The most virtual time [`drain`] waits for a stream's end.
+const DRAIN_LIMIT: Duration = Duration::from_secs(48 * 3600);
+
+/// Drives the stream to its end, bounded in items and in virtual time, so
+/// that a stream that loops (yielding, or reconnecting without a word)
+/// fails the test instead of hanging it.
 async fn drain(
+    stream: impl futures::Stream<Item = Result<Sse, ResumeStreamError<Status>>>,
+) -> Outcome {
+    match tokio::time::timeout(DRAIN_LIMIT, drain_items(stream)).await {
+        Ok(outcome) => outcome,
+        Err(_) => panic!("stream still running after {DRAIN_LIMIT:?} of virtual time"),
+    }
+}
+
+/// [`drain`]'s loop, bounded in items.
+async fn drain_items(
     stream: impl futures::Stream<Item = Result<Sse, ResumeStreamError<Status>>>,
 ) -> Outcome {
     let mut stream = std::pin::pin!(stream);
