@@ -28,3 +28,30 @@ async fn a_response_after_a_gap_at_the_resume_names_the_lost_events() {
     assert_eq!(gaps.len(), 1, "{gaps:?}");
     assert_eq!(gaps[0].lost.map(|lost| lost.len()), Some(2), "{gaps:?}");
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_stream_without_a_cursor_is_never_spaced_as_a_quiet_run() {
+    // A fresh standalone stream (no ids, so no cursor) held 6 s and cut,
+    // again and again: nothing can be replayed, so every gap loses events;
+    // it is reconnected at once each time, not spaced like a quiet resume.
+    let (script, log) = Script::new(vec![], || {
+        Answer::BreakAfter(vec![], Duration::from_secs(6))
+    });
+    let first = futures::stream::once(async {
+        tokio::time::sleep(Duration::from_secs(6)).await;
+        let reset = std::io::Error::from(std::io::ErrorKind::ConnectionReset);
+        Err(sse_stream::Error::Body(Box::new(reset)))
+    })
+    .boxed();
+    let stream = resuming_sse_stream(
+        Some(first),
+        None,
+        script,
+        StreamScope::Standalone,
+        fixed(None, 1000),
+        ResumeConfig::default(),
+    );
+    let (_, error) = read_for(stream, Duration::from_secs(63)).await;
+    assert!(error.is_none(), "{error:?}");
+    assert_eq!(log.gaps(), [Duration::from_secs(6); 9]);
+}
