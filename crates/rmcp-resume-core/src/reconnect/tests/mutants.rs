@@ -55,3 +55,32 @@ async fn a_stream_without_a_cursor_is_never_spaced_as_a_quiet_run() {
     assert!(error.is_none(), "{error:?}");
     assert_eq!(log.gaps(), [Duration::from_secs(6); 9]);
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_delay_that_reaches_the_deadline_exactly_ends_the_request_now() {
+    // 502 to every resume, 1 s apart after the first retry, against a 3 s
+    // deadline: the third delay would end exactly at the deadline, so the
+    // request fails then, at 2 s, not after one more `GET`.
+    let (script, log) = Script::new(vec![], || Answer::Status(502));
+    let config = ResumeConfig::default()
+        .with_resume_deadline(Duration::from_secs(3))
+        .with_max_transport_failures(10);
+    let stream = resuming_sse_stream(
+        None,
+        cut_after("1/1"),
+        script,
+        StreamScope::Request,
+        fixed(None, 1000),
+        config,
+    );
+    let start = Instant::now();
+    let (_, error) = drain(stream).await;
+    match error {
+        Some(ResumeStreamError::Exhausted { last, .. }) => {
+            assert!(matches!(*last, Attempt::Deadline(_)), "{last:?}");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(log.entries().len(), 4, "{:?}", log.entries());
+    assert_eq!(start.elapsed(), Duration::from_secs(2));
+}
