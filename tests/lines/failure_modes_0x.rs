@@ -112,11 +112,11 @@ async fn wedged_standalone_fork_reopens_and_stays_in_budget() -> anyhow::Result<
 #[tokio::test]
 async fn wedged_standalone_fork_client_stops_against_upstream() -> anyhow::Result<()> {
     let (world, client, _) = wedged_standalone(Side::Upstream, Side::Fork).await?;
-    // Upstream's server answers the resume `500`, which the fork's
-    // client retries as a transient error: the resume and its
-    // `max_failed_resumes` (3) retries, one more request than the budget
-    // that holds when the fork serves; then it gives the standalone stream
-    // up, while the session goes on serving calls.
+    // Upstream's server answers the resume `500`: a failed resume (issue
+    // #42; it was once taken for an unreachable server, and the cursor kept
+    // for ever). After `max_failed_resumes` (3) of them the client reports
+    // the loss and reopens the standalone stream without the cursor, while
+    // the session goes on serving calls.
     still_serves(&client).await?;
     assert!(
         !resumes_reach(&world, BUDGET + 2, BUDGET_WATCH).await,

@@ -5,10 +5,11 @@
 //!
 //! - counts a reconnect that closes before any new event as a failed attempt
 //!   (the retry policy's backoff and limit apply), and resets the count only
-//!   on progress: a new event id, or a message;
-//! - decides every reconnect with [`crate::resumption`]: re-sent copies of the
-//!   cursor event are dropped, a gap or an unhonoured cursor is reported, an
-//!   acknowledged empty poll is a delay, not a failure;
+//!   on progress: something new, or a connection the server held;
+//! - decides every reconnect with [`crate::resumption`]: copies of events
+//!   already delivered are dropped, a gap or an unhonoured cursor is
+//!   reported, an acknowledged empty poll is a delay, not a failure;
+//! - asks a quiet server ever more rarely (see `quiet.rs`);
 //! - on a request stream, ends with an error naming the cursor instead of
 //!   retrying a resume that cannot succeed;
 //! - on the standalone stream, drops the cursor after repeated failures and
@@ -20,11 +21,13 @@
 mod answer;
 mod config;
 mod connector;
+mod delivered;
 mod error;
 mod failure;
 mod handshake;
 mod machine;
 mod probe;
+mod quiet;
 mod retry_after;
 #[cfg(test)]
 mod tests;

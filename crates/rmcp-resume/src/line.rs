@@ -47,3 +47,8 @@ mod imp;
 
 #[allow(unused_imports)]
 pub(crate) use imp::*;
+
+#[cfg(feature = "transport-streamable-http-client-reqwest")]
+mod keepalive;
+#[cfg(feature = "transport-streamable-http-client-reqwest")]
+pub(crate) use keepalive::with_tcp_keepalive;

@@ -85,18 +85,29 @@ pub type DiscontinuityObserver = Arc<dyn Fn(&Discontinuity) + Send + Sync>;
 ///
 /// | Limit | Counts | Reset by |
 /// |---|---|---|
-/// | the retry policy's `max_times` | every attempt that brought no progress, whatever its cause; also gives the delays | progress |
-/// | [`max_failed_resumes`](Self::max_failed_resumes) | resumes the server answered without progress: an empty close, a vouched server's silence, a refusal | progress, or a new cursor |
-/// | [`max_transport_failures`](Self::max_transport_failures) | failures in transit: a broken connection, a failed or timed-out `GET`, a `409`, a `429` or `503` | progress, or a new cursor |
+/// | the retry policy's `max_times` | every attempt that brought no progress, whatever its cause; also gives the delays (the count passed is at most 16) | progress |
+/// | [`max_failed_resumes`](Self::max_failed_resumes) | resumes the server answered without progress: an empty close, a vouched server's silence, a `5xx` other than `502`, `503`, `504` | progress, or a new cursor |
+/// | [`max_transport_failures`](Self::max_transport_failures) | failures in transit: a broken connection, a failed or timed-out `GET`, a `409`, `429`, `502`, `503` or `504` | progress, or a new cursor |
 /// | [`resume_deadline`](Self::resume_deadline) (request streams) | time since the first failed attempt | progress |
 ///
-/// Progress is a new event id, the request's response, a resume the server
-/// held open for [`silent_resume_timeout`](Self::silent_resume_timeout) or
-/// 5 s, whichever is less, counted from the request (having acknowledged
-/// the cursor with its `mcp-replay` notice, if it vouched for rmcp's
-/// rules), or an acknowledged poll (the notice, then a close). So a path
-/// whose connections live 5 s or more costs a call nothing. Nothing else (a message without an id, a priming frame that
-/// repeats the cursor, an acknowledgement broken at once) resets a count.
+/// A refusal of the cursor (a `4xx`, `204`) is not counted: it ends a
+/// request stream at once, and the standalone stream drops the cursor.
+///
+/// Progress is something new: an event id the stream has not delivered,
+/// the request's response, a connection the server held open for
+/// [`silent_resume_timeout`](Self::silent_resume_timeout) or 5 s,
+/// whichever is less, counted from the request (having acknowledged the
+/// cursor with its `mcp-replay` notice, if it vouched for rmcp's rules), or
+/// an acknowledged poll (the notice, then a close). So a path whose
+/// connections live 5 s or more costs a call nothing. Nothing else (a copy
+/// of an event already delivered, a message without an id, a priming frame
+/// that repeats the cursor, an acknowledgement broken at once) resets a
+/// count. A held connection that ends on the cursor it began with costs no
+/// count, but makes the next ones rarer: silent resumes of a server that
+/// never vouched are refreshed after 10 s, doubling up to 10 min, and
+/// `GET`s after such connections are spaced 1 s, doubling up to
+/// [`max_delay`](Self::max_delay), start to start. No connection is
+/// followed at once unless it lived 1 s or brought something new.
 ///
 /// # Every wait, and what ends it
 ///
@@ -104,8 +115,8 @@ pub type DiscontinuityObserver = Arc<dyn Fn(&Discontinuity) + Send + Sync>;
 /// |---|---|---|
 /// | a reconnect `GET`'s answer | [`connect_timeout`](Self::connect_timeout) (30 s) | a failure in transit |
 /// | a vouched server's first frame on a resume | [`silent_resume_timeout`](Self::silent_resume_timeout) (10 s) | a failed resume |
-/// | any other server's first frame on a resume | [`silent_resume_timeout`](Self::silent_resume_timeout) (10 s) | the resume is refreshed, counted as progress |
-/// | the delay before a reconnect (the policy's, the server's `retry`, `Retry-After`) | [`max_delay`](Self::max_delay) (30 s), its cap | the reconnect |
+/// | any other server's first frame on a resume | [`silent_resume_timeout`](Self::silent_resume_timeout) (10 s), doubled per quiet refresh in a row, up to 10 min | the resume is refreshed, counted as progress |
+/// | the delay before a reconnect (the policy's, the server's `retry`, `Retry-After`, a quiet run's spacing) | [`max_delay`](Self::max_delay) (30 s), its cap | the reconnect |
 /// | a request stream failing to resume | [`resume_deadline`](Self::resume_deadline) (2 min) | the request fails |
 /// | an open stream with no event | [`idle_timeout`](Self::idle_timeout) (off) | the stream is resumed |
 /// | a request's answer, right after its response head | [`answer_wait`](Self::answer_wait) (10 ms) | the stream is read as usual |
@@ -121,7 +132,7 @@ pub struct ResumeConfig {
     /// peers cannot prove continuity; the strict choice fails such resumes.
     pub unproven: UnprovenPolicy,
     /// Consecutive resumes with one cursor that the server answered but
-    /// that brought nothing (an empty close, a refusal) before a request
+    /// that brought nothing (an empty close, a `5xx` that is not a gateway's) before a request
     /// stream fails, or the standalone stream drops its cursor. Default 3.
     pub max_failed_resumes: usize,
     /// Consecutive failures in transit with one cursor (a broken

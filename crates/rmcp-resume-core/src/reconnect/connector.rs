@@ -28,6 +28,12 @@ pub enum ReconnectDisposition {
     /// The server refused the cursor (for example `400`): resuming with it
     /// again cannot succeed.
     CursorRejected,
+    /// The server failed (a `5xx` other than a gateway's `502`, `503` or
+    /// `504`). To a resume, that is a failed resume, counted toward
+    /// `max_failed_resumes`: upstream rmcp 0.15 to 0.17 answer a cursor
+    /// they cannot replay with a `500`. To a `GET` without a cursor, it is
+    /// transient, as `Retry`.
+    ServerError,
     /// The session is gone (`404`): the caller must re-initialize.
     SessionLost,
     /// Nothing will help (authentication, `405`, …): stop.
@@ -44,7 +50,9 @@ impl ReconnectDisposition {
     /// | `408`, `409`, `425` | `Retry` |
     /// | `429`, `503` | `Busy` |
     /// | any other `4xx` (`400` for a refused cursor, …) | `CursorRejected` |
-    /// | anything else (other `5xx`, …) | `Retry` |
+    /// | `502`, `504` (a gateway's) | `Retry` |
+    /// | any other `5xx` | `ServerError` |
+    /// | anything else | `Retry` |
     ///
     /// `409` is transient: the TypeScript SDK answers it while the cut
     /// connection of the same stream is still being cleaned up.
@@ -59,6 +67,8 @@ impl ReconnectDisposition {
             }
             StatusCode::TOO_MANY_REQUESTS | StatusCode::SERVICE_UNAVAILABLE => Self::Busy,
             status if status.is_client_error() => Self::CursorRejected,
+            StatusCode::BAD_GATEWAY | StatusCode::GATEWAY_TIMEOUT => Self::Retry,
+            status if status.is_server_error() => Self::ServerError,
             _ => Self::Retry,
         }
     }
@@ -118,8 +128,19 @@ pub fn or_parent(span: tracing::Span, parent: &tracing::Span) -> tracing::Span {
     }
 }
 
+/// The largest count passed to a retry policy. The default policy of rmcp
+/// 0.15 to 2.2 multiplies its base by two raised to the count in `u32`,
+/// unchecked, so a count of 32 overflows (a panic in a debug build, a
+/// wrapped delay in a release one); the standalone stream's count can grow
+/// that far while a server stays unreachable. At 16 that policy asks for
+/// 65 536 times its base, far above any `max_delay`. A policy's `max_times`
+/// above this count is never reached; the machine's own counts and the
+/// request deadline bound request streams first.
+pub(super) const MAX_POLICY_COUNT: usize = 16;
+
 /// How long to wait before the next attempt, given the failures so far;
-/// `None` gives up.
+/// `None` gives up. The count the client passes is at most 16 (see the
+/// client's docs): a policy that gives up later than that never gives up.
 pub trait RetryPolicy: Debug + Send + Sync {
     /// The delay before attempt `failures + 1`.
     fn retry(&self, failures: usize) -> Option<Duration>;
@@ -128,5 +149,44 @@ pub trait RetryPolicy: Debug + Send + Sync {
 impl<P: RetryPolicy + ?Sized> RetryPolicy for std::sync::Arc<P> {
     fn retry(&self, failures: usize) -> Option<Duration> {
         (**self).retry(failures)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `for_status`'s table, row by row, with a status from each range the
+    /// table leaves to its last rows.
+    #[test]
+    fn each_status_has_the_tables_disposition() {
+        use ReconnectDisposition::*;
+        let rows = [
+            (404, SessionLost),
+            (410, SessionLost),
+            (401, Terminate),
+            (403, Terminate),
+            (405, Terminate),
+            (408, Retry),
+            (409, Retry),
+            (425, Retry),
+            (429, Busy),
+            (503, Busy),
+            (400, CursorRejected),
+            (422, CursorRejected),
+            (502, Retry),
+            (504, Retry),
+            (500, ServerError),
+            (501, ServerError),
+            (599, ServerError),
+            (200, Retry),
+            (204, Retry),
+            (302, Retry),
+            (101, Retry),
+        ];
+        for (code, disposition) in rows {
+            let status = StatusCode::from_u16(code).map(ReconnectDisposition::for_status);
+            assert_eq!(status.ok(), Some(disposition), "{code}");
+        }
     }
 }

@@ -15,6 +15,14 @@
 //! `retry`) live beside the state; everything that belongs to one connection
 //! lives in it.
 //!
+//! # Files
+//!
+//! This file holds the states and the loop that drives them; each concern
+//! the loop calls on has a file of its own under `machine/`: `reading`
+//! (what a read waits for and means), `ids` (judging each frame and id),
+//! `connecting` (the reconnect and its answer), `closing` (how a connection
+//! ends) and `scheduling` (progress, and when the next attempt is made).
+//!
 //! # Silence
 //!
 //! A resume that sends nothing is judged by what the server has promised.
@@ -25,7 +33,18 @@
 //! there is something new, as the spec asks: its silence is a call still
 //! working. Such a resume is refreshed (the same cursor, at once) after
 //! the same timeout, since a server may have attached a resume that came
-//! early to nothing, and the refresh counts as progress, not failure.
+//! early to nothing, and the refresh counts as progress, not failure; but
+//! it brought nothing new, so each refresh in a row waits twice as long as
+//! the last, up to ten minutes (see [`super::quiet`]).
+//!
+//! # Progress
+//!
+//! Progress is something new: an event the stream has not delivered (a copy
+//! is dropped, and counts for nothing), the response, or a connection the
+//! server held. A held connection that ends on the cursor it began with
+//! resets every count, but lengthens the quiet run, which spaces the next
+//! `GET`s. No connection is followed at once unless it lived a second or
+//! brought something new.
 
 use std::future::Future;
 use std::mem;
@@ -40,7 +59,10 @@ use futures::future::BoxFuture;
 use http::StatusCode;
 use sse_stream::Sse;
 
+use super::connector::MAX_POLICY_COUNT;
+use super::delivered::Delivered;
 use super::probe::is_response;
+use super::quiet::{quiet_delay, refresh_wait};
 use super::{
     Attempt, Connector, Discontinuity, IdRules, ReconnectDisposition, ResumeConfig,
     ResumeStreamError, RetryPolicy, SseFrames,
@@ -50,6 +72,15 @@ use crate::resumption::{
     REPLAY_NOTICE_EVENT, ReplayNotice, ResumeVerifier, ResumptionError, StreamScope,
     UnprovenPolicy, Verdict,
 };
+
+mod closing;
+mod connecting;
+mod ids;
+mod reading;
+mod scheduling;
+
+use ids::{Frame, carries_data};
+use reading::{Read, ReadPlan};
 
 /// Where the stream is.
 enum State {
@@ -88,24 +119,6 @@ enum Heard {
     Frame,
     /// The server acknowledged the cursor with its notice.
     Acknowledged,
-}
-
-/// What one read from the open stream gave.
-enum Read {
-    Frame(Sse),
-    Broke(sse_stream::Error),
-    Closed,
-    Idle,
-}
-
-/// What to do with one frame.
-enum Frame<E: std::error::Error + 'static> {
-    /// Unboxed: every message of every stream takes this path.
-    Pass(Sse),
-    Skip,
-    /// The frame shows the stream cannot be continued; it is delivered still
-    /// if it is the request's response.
-    Fail(ResumeStreamError<E>, Option<Box<Sse>>),
 }
 
 type Item<E> = Result<Sse, ResumeStreamError<E>>;
@@ -149,6 +162,16 @@ pub(super) struct Machine<C: Connector, P: RetryPolicy> {
     provisional: Option<String>,
     /// The open connection was a resume (made with a cursor).
     resumed: bool,
+    /// The open connection delivered something new: an event not seen
+    /// before, or the response.
+    news: bool,
+    /// Connections in a row that were held and brought nothing new (see
+    /// [`super::quiet`]); an event ends the run.
+    quiet: u32,
+    /// The latest ids delivered on the stream, while the server has not
+    /// vouched for rmcp's rules: a copy of one is dropped, and is no
+    /// progress.
+    delivered: Delivered,
     /// The wait under way.
     step: Step<C::Error>,
     /// The one timer the waits share (a read's deadline, a backoff, a
@@ -167,61 +190,6 @@ const MIN_DELAY: Duration = Duration::from_secs(1);
 /// the silence timeout: a connection lifetime of a minute must count.
 const HOLD: Duration = Duration::from_secs(5);
 
-/// Whether a request's response has already come on this stream.
-fn draining_now(state: &State) -> bool {
-    matches!(state, State::Draining { .. })
-}
-
-/// A frame's event id: borrowed from a frame that goes on, or owned when
-/// the frame stops at the machine.
-enum Id<'a> {
-    Shared(&'a str),
-    Owned(String),
-}
-
-impl Id<'_> {
-    fn as_str(&self) -> &str {
-        match self {
-            Self::Shared(id) => id,
-            Self::Owned(id) => id,
-        }
-    }
-
-    fn into_string(self) -> String {
-        match self {
-            Self::Shared(id) => id.to_owned(),
-            Self::Owned(id) => id,
-        }
-    }
-}
-
-/// Whether `sse` carries a message (priming frames carry an id, a `retry`,
-/// or nothing).
-fn carries_data(sse: &Sse) -> bool {
-    sse.data.as_deref().is_some_and(|d| !d.is_empty())
-}
-
-/// Whether a broken stream holds input that cannot be decoded (not UTF-8):
-/// the same bytes would break it again, so resuming cannot help.
-///
-/// The other syntax errors of the parser rmcp uses (an unknown field, a line
-/// without `:`, a repeated field, a `retry` that is not a number) are input
-/// the SSE spec says to ignore. That parser stops at them, so the stream is
-/// resumed past them from its cursor, as a break in transit would be.
-fn is_undecodable(error: &sse_stream::Error) -> bool {
-    matches!(error, sse_stream::Error::Utf8Parse(_))
-}
-
-impl Read {
-    fn of(next: Option<Result<Sse, sse_stream::Error>>) -> Self {
-        match next {
-            Some(Ok(sse)) => Self::Frame(sse),
-            Some(Err(error)) => Self::Broke(error),
-            None => Self::Closed,
-        }
-    }
-}
-
 /// What one turn of the machine gives its stream.
 enum Turn<E: std::error::Error + 'static> {
     /// Nothing yet: take the next turn.
@@ -230,29 +198,6 @@ enum Turn<E: std::error::Error + 'static> {
     Yield(Item<E>),
     /// The stream has ended.
     End,
-}
-
-/// What a read of the open stream waits for, fixed when the read starts.
-#[derive(Clone, Copy)]
-struct ReadPlan {
-    /// The configured idle timeout, where it applies.
-    idle: Option<Duration>,
-    /// How long a silent resume is waited on.
-    silence: Duration,
-    /// The read is of a resume that has said nothing yet.
-    silent: bool,
-}
-
-impl ReadPlan {
-    /// When the read ends as [`Read::Idle`]: the idle timeout, and the
-    /// silence if the resume is silent, whichever comes first.
-    fn wait(&self) -> Option<Duration> {
-        match (self.idle, self.silent) {
-            (Some(idle), true) => Some(idle.min(self.silence)),
-            (None, true) => Some(self.silence),
-            (idle, false) => idle,
-        }
-    }
 }
 
 /// The wait under way between two calls of [`Machine::poll_next`]: the
@@ -305,6 +250,8 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
         let vouched = config.id_rules == IdRules::Rmcp;
         // A stream that starts by resuming is already failing to resume.
         let failing_since = matches!(state, State::Backoff(_)).then(Instant::now);
+        // The cursor names an event the client has: a copy of it is no news.
+        let delivered = Delivered::starting_at(cursor.as_deref());
         let mut machine = Self {
             connector,
             scope,
@@ -324,6 +271,9 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
             primed: false,
             provisional: None,
             resumed: false,
+            news: false,
+            quiet: 0,
+            delivered,
             step: Step::Ready,
             timer: None,
         };
@@ -351,63 +301,6 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
     /// that logs nothing makes none.
     fn span(&self) -> tracing::Span {
         self.connector.span(self.scope, &self.parent)
-    }
-
-    /// An id as the rules allow it to be judged: as rmcp's counter once the
-    /// server vouched for that, else as an opaque token.
-    fn judge(&self, id: &str) -> Option<EventCursor> {
-        // An id that looks like rmcp's but is not (`0042`, `1/2/3`) is still
-        // an id: opaque, judged as any other.
-        let parsed = EventCursor::parse(id)
-            .or_else(|_| OpaqueEventId::new(id).map(EventCursor::Opaque))
-            .ok()?;
-        Some(if self.vouched {
-            parsed
-        } else {
-            parsed.into_opaque()
-        })
-    }
-
-    /// What the next read of the open stream waits for.
-    fn plan_read(&self) -> ReadPlan {
-        // A request stream without a cursor cannot be resumed: a `GET`
-        // without one would open the standalone stream instead.
-        let resumable = self.scope == StreamScope::Standalone || self.cursor.is_some();
-        let idle = self
-            .config
-            .idle_timeout()
-            .filter(|_| resumable)
-            .map(|idle| idle.max(MIN_DELAY));
-        // A resume that stays silent may be a server that attached it to
-        // nothing (a shadow, or a stream still owned by the cut
-        // connection); it is retried after a while, not waited on forever.
-        let silence = self.config.silent_resume_timeout.max(MIN_DELAY);
-        // The deadline cuts short only a silence that is a failure: from
-        // a server that never vouched, silence held long enough is a
-        // call still working, and cutting it short would count the
-        // quiet resume as progress before it was held.
-        let silence = match self.remaining() {
-            Some(left) if self.vouched => left.min(silence),
-            _ => silence,
-        };
-        // Also silent: a resume from a server that never vouched whose
-        // only news since its replay is a priming frame.
-        let primed_quiet = !self.vouched
-            && self.provisional.is_some()
-            && matches!(self.state, State::Following { .. });
-        let silent = primed_quiet
-            || matches!(
-                self.state,
-                State::Verifying {
-                    heard: Heard::Nothing,
-                    ..
-                }
-            );
-        ReadPlan {
-            idle,
-            silence,
-            silent,
-        }
     }
 
     /// The next item of the stream; `None` when it has ended. Between calls
@@ -532,202 +425,6 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
             .is_some_and(|timer| timer.as_mut().poll(cx).is_ready())
     }
 
-    /// What one read of the open stream means for the stream.
-    fn on_read(&mut self, read: Read, plan: ReadPlan) -> Turn<C::Error> {
-        let ReadPlan {
-            idle,
-            silence,
-            silent,
-            ..
-        } = plan;
-        // A frame with nothing in it (a priming frame) says the server
-        // opened a stream, not that it attached it to anything: the
-        // Python SDK's server primes a resume and can still miss what
-        // it sent while attaching it. Only a message or a notice is heard.
-        let vouched = self.vouched;
-        if let (State::Verifying { heard, .. }, Read::Frame(sse)) = (&mut self.state, &read)
-            && *heard == Heard::Nothing
-            && (vouched || carries_data(sse) || sse.event.as_deref() == Some(REPLAY_NOTICE_EVENT))
-        {
-            *heard = Heard::Frame;
-        }
-        if matches!(self.state, State::Draining { .. }) && !matches!(read, Read::Frame(_)) {
-            // Answered: its end is the end, however it comes.
-            self.state = State::Done;
-            return Turn::End;
-        }
-        match read {
-            Read::Frame(sse) => match self.on_frame(sse) {
-                Frame::Pass(sse) => {
-                    if self.scope == StreamScope::Request && is_response(&sse) {
-                        self.progress();
-                        self.drain();
-                    }
-                    return Turn::Yield(Ok(sse));
-                }
-                Frame::Skip => {}
-                // A response that has arrived is never thrown away: what
-                // went missing before it were notifications, and the
-                // caller gets its answer.
-                Frame::Fail(error, Some(sse))
-                    if self.scope == StreamScope::Request && is_response(&sse) =>
-                {
-                    // The application hears of the notifications lost
-                    // before it, as of any other loss.
-                    self.report(Discontinuity {
-                        cursor: self.cursor.clone(),
-                        lost: lost_of(&error),
-                        reason: format!(
-                            "delivering the response after a break in its stream: {error}"
-                        ),
-                        stream: StreamScope::Request,
-                    });
-                    self.progress();
-                    self.drain();
-                    return Turn::Yield(Ok(*sse));
-                }
-                Frame::Fail(error, _) => {
-                    if let Some(end) = self.resume_failed(error) {
-                        return Turn::Yield(Err(end));
-                    }
-                }
-            },
-            Read::Idle if silent && !self.vouched => {
-                // The server holds the resume and has nothing new: a
-                // call still working. Refresh it, in case it was
-                // attached to nothing, without counting it.
-                tracing::debug!(parent: &self.span(), cursor = ?self.cursor, ?silence, "resume quiet; refreshing it");
-                self.progress();
-                self.state = State::Backoff(Duration::ZERO);
-            }
-            Read::Idle if silent => {
-                tracing::debug!(parent: &self.span(), cursor = ?self.cursor, ?silence, "resume stayed silent; trying again");
-                if let Some(end) = self.resume_brought_nothing(Attempt::Silent(silence)) {
-                    return Turn::Yield(Err(end));
-                }
-            }
-            Read::Idle => {
-                tracing::debug!(parent: &self.span(), cursor = ?self.cursor, ?idle, "SSE stream idle; resuming it");
-                if self.held() {
-                    self.progress();
-                }
-                self.state = State::Backoff(Duration::ZERO);
-            }
-            Read::Broke(error)
-                if is_undecodable(&error) || self.connector.break_is_final(&error) =>
-            {
-                tracing::debug!(parent: &self.span(), %error, cursor = ?self.cursor, "SSE stream cannot be read");
-                if let Some(end) = self.resume_failed(ResumeStreamError::Malformed(error)) {
-                    return Turn::Yield(Err(end));
-                }
-            }
-            Read::Broke(error) => {
-                tracing::debug!(parent: &self.span(), %error, cursor = ?self.cursor, "SSE stream broke");
-                if self.held() {
-                    // The server held the resume until the break (a
-                    // connection lifetime, say): that was progress.
-                    self.progress();
-                }
-                if let Some(end) = self.attempt_failed(Attempt::Transport(error)) {
-                    return Turn::Yield(Err(end));
-                }
-            }
-            Read::Closed => {
-                if let Some(end) = self.on_close() {
-                    return Turn::Yield(Err(end));
-                }
-            }
-        }
-        Turn::Go
-    }
-
-    /// Sends the reconnect, cut off after the connect timeout (or what is
-    /// left of the deadline).
-    fn connect_now(&mut self) {
-        let cursor = self.cursor.clone();
-        let limit = self.config.connect_timeout;
-        let limit = self.remaining().map_or(limit, |left| left.min(limit));
-        let asked_at = Instant::now();
-        let connecting = self.connector.connect(cursor.as_deref());
-        self.arm(limit);
-        self.step = Step::Connecting {
-            connecting,
-            cursor,
-            asked_at,
-            limit,
-        };
-    }
-
-    /// What a reconnect's outcome (`None`: no answer within `limit`) means.
-    /// `Some` ends the stream.
-    fn connected(
-        &mut self,
-        outcome: Option<Result<SseFrames, C::Error>>,
-        cursor: Option<String>,
-        asked_at: Instant,
-        limit: Duration,
-    ) -> Option<ResumeStreamError<C::Error>> {
-        let Some(connected) = outcome else {
-            tracing::debug!(parent: &self.span(), ?cursor, ?limit, "reconnect did not answer in time");
-            return self.attempt_failed(Attempt::ConnectTimeout(limit));
-        };
-        let error = match connected {
-            Ok(frames) => {
-                self.connected_at = asked_at;
-                self.provisional = None;
-                self.resumed = cursor.is_some();
-                let verifier = cursor
-                    .as_deref()
-                    .and_then(|c| self.judge(c))
-                    .map(|c| ResumeVerifier::new(c, StatusCode::OK, self.config.unproven));
-                self.state = match verifier {
-                    Some(verifier) => State::Verifying {
-                        frames,
-                        verifier,
-                        heard: Heard::Nothing,
-                    },
-                    None => State::Following {
-                        frames,
-                        checker: None,
-                    },
-                };
-                return None;
-            }
-            Err(error) => error,
-        };
-        match (self.connector.classify(&error), cursor) {
-            (ReconnectDisposition::CursorRejected, Some(cursor)) => {
-                self.resume_failed(ResumeStreamError::CursorRejected {
-                    cursor,
-                    source: error,
-                })
-            }
-            (ReconnectDisposition::Busy, _) => {
-                // Never at once: the server asked for time, if only by its status.
-                let asked = self.connector.retry_after(&error);
-                let policy = self
-                    .policy
-                    .retry(self.failures)
-                    .or_else(|| self.policy.retry(0));
-                let wait = asked.max(policy).filter(|w| !w.is_zero());
-                let wait = wait.unwrap_or(MIN_DELAY);
-                self.attempt_failed_after(Attempt::Connect(error), Some(wait))
-            }
-            // Nothing to reject without a cursor: treat it as transient.
-            (ReconnectDisposition::Retry | ReconnectDisposition::CursorRejected, _) => {
-                self.attempt_failed(Attempt::Connect(error))
-            }
-            (ReconnectDisposition::SessionLost, _) => {
-                self.state = State::Done;
-                Some(ResumeStreamError::SessionLost(error))
-            }
-            (ReconnectDisposition::Terminate, _) => {
-                self.state = State::Done;
-                Some(ResumeStreamError::Fatal(error))
-            }
-        }
-    }
-
     /// The open stream carried the request's response.
     fn drain(&mut self) {
         self.state = match mem::replace(&mut self.state, State::Done) {
@@ -754,617 +451,4 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
             other => other,
         };
     }
-
-    fn on_frame(&mut self, mut sse: Sse) -> Frame<C::Error> {
-        if let Some(retry) = sse.retry {
-            self.server_retry = Some(Duration::from_millis(retry));
-        }
-        if sse.event.as_deref() == Some(REPLAY_NOTICE_EVENT) {
-            return self.on_notice(sse.data.as_deref().unwrap_or_default());
-        }
-        if sse.id.as_deref() == Some("") {
-            // The SSE spec: an empty `id` resets the last event id, so the
-            // next reconnect carries none.
-            self.cursor = None;
-            self.primed = false;
-            if let State::Following { checker, .. } | State::Draining { checker, .. } =
-                &mut self.state
-            {
-                *checker = None;
-            }
-        }
-        let carries_data = carries_data(&sse);
-        let is_message = matches!(sse.event.as_deref(), None | Some("") | Some("message"));
-        // A request stream's frame without data (its priming event) keeps
-        // its id here: the worker reads only messages, and every resume of
-        // this stream is the machine's, so the id moves into the cursor
-        // instead of being copied there and again by the worker's reader.
-        // Its `retry` goes on (see below).
-        let kept_here = self.scope == StreamScope::Request && !carries_data && is_message;
-        let id = if kept_here {
-            sse.id.take().map(Id::Owned)
-        } else {
-            sse.id.as_deref().map(Id::Shared)
-        };
-        if let Some(id) = id.filter(|id| !id.as_str().is_empty()) {
-            let open = matches!(
-                self.state,
-                State::Verifying { .. } | State::Following { .. }
-            );
-            if !carries_data && !self.vouched && self.resumed && open {
-                // A resume's priming frame: the cursor stays where the last
-                // message left it until the stream closes as a poll, so that
-                // a refresh or a break replays what the server may have
-                // missed while attaching this one.
-                self.provisional = Some(id.into_string());
-                return Frame::Skip;
-            }
-            match self.on_id(id, carries_data) {
-                Ok(true) if carries_data => self.provisional = None,
-                Ok(true) => {}
-                Ok(false) => return Frame::Skip,
-                Err(failure) => return Frame::Fail(failure, Some(Box::new(sse))),
-            }
-        }
-        if !is_message {
-            return Frame::Skip;
-        }
-        if kept_here && sse.retry.is_none() {
-            return Frame::Skip;
-        }
-        // Otherwise the worker's reader still hears the server's `retry`
-        // (without the id): it paces a reconnect that reader would make of
-        // a stream that ends after its response, while it drains it.
-        // A message without an id is not progress: a server that sends one
-        // and closes would otherwise be resumed at its `retry` forever.
-        Frame::Pass(sse)
-    }
-
-    fn on_notice(&mut self, data: &str) -> Frame<C::Error> {
-        let notice = match ReplayNotice::from_json(data) {
-            Ok(notice) => notice,
-            Err(error) => {
-                tracing::debug!(parent: &self.span(), %error, "ignoring a malformed replay notice");
-                return Frame::Skip;
-            }
-        };
-        let ours = self
-            .cursor
-            .as_deref()
-            .and_then(|c| EventCursor::parse(c).ok());
-        if ours.as_ref() != Some(&notice.cursor) {
-            // About another resume than this one: it proves nothing here.
-            tracing::debug!(parent: &self.span(), cursor = ?self.cursor, notice = %notice.cursor, "ignoring a replay notice for another cursor");
-            return Frame::Skip;
-        }
-        let unproven = self.config.unproven;
-        let State::Verifying {
-            verifier, heard, ..
-        } = &mut self.state
-        else {
-            return Frame::Skip;
-        };
-        if !self.vouched {
-            // The notice comes first on a resume, before any event: judge
-            // the cursor by the rules the server has just vouched for.
-            self.vouched = true;
-            *verifier = ResumeVerifier::new(notice.cursor.clone(), StatusCode::OK, unproven);
-        }
-        if let Some(floor) = notice.floor.clone() {
-            verifier.declare_floor(floor);
-        }
-        verifier.acknowledge(notice.acknowledgement());
-        match verifier.verdict() {
-            // The server already opened a fresh standalone stream: keep it,
-            // and tell the application what was not carried over.
-            Verdict::ResumptionFailed(error) if self.scope == StreamScope::Standalone => {
-                self.follow(None);
-                self.failures_with_cursor = 0;
-                // The fresh stream starts at the floor: a break before its
-                // first event resumes from there, not from nothing.
-                let before_floor = notice
-                    .floor
-                    .as_ref()
-                    .and_then(EventCursor::as_rmcp)
-                    .and_then(|f| f.index.checked_sub(1).map(|i| f.with_index(i)));
-                let cursor = mem::replace(&mut self.cursor, before_floor.map(|id| id.to_string()));
-                self.report(Discontinuity {
-                    cursor,
-                    lost: error.lost(),
-                    reason: error.to_string(),
-                    stream: StreamScope::Standalone,
-                });
-                Frame::Skip
-            }
-            Verdict::ResumptionFailed(error) => {
-                Frame::Fail(ResumeStreamError::Resumption(error), None)
-            }
-            // Acknowledged: not a failed resume. It becomes progress for
-            // every count and the deadline once the server has held it (see
-            // `held`) or closed it as a poll; a server that acknowledges and
-            // breaks at once is still bounded.
-            Verdict::Resumed(_) | Verdict::Delayed => {
-                *heard = Heard::Acknowledged;
-                self.failures_with_cursor = 0;
-                Frame::Skip
-            }
-            Verdict::SessionLost(_) => Frame::Skip,
-        }
-    }
-
-    fn report(&mut self, gap: Discontinuity) {
-        // A server can make every event a gap: one WARN a minute per stream,
-        // the rest at DEBUG; the observer hears of every one.
-        let now = Instant::now();
-        let quiet = self
-            .last_warned
-            .is_some_and(|at| now.saturating_duration_since(at) < WARN_EVERY);
-        if quiet {
-            tracing::debug!(parent: &self.span(), cursor = ?gap.cursor, reason = %gap.reason, lost = ?gap.lost, "SSE stream lost continuity");
-        } else {
-            self.last_warned = Some(now);
-            tracing::warn!(parent: &self.span(), cursor = ?gap.cursor, reason = %gap.reason, lost = ?gap.lost, "SSE stream lost continuity");
-        }
-        if let Some(observer) = &self.config.on_discontinuity {
-            observer(&gap);
-        }
-    }
-
-    /// The standalone stream goes on from `id` after a loss it reports.
-    fn go_on_after_gap(
-        &mut self,
-        id: &str,
-        carries_data: bool,
-        lost: Option<crate::resumption::LostRange>,
-        why: &dyn std::fmt::Display,
-    ) -> bool {
-        let cursor = self.cursor.replace(id.to_owned());
-        self.primed = !carries_data;
-        self.progress();
-        self.report(Discontinuity {
-            cursor,
-            lost,
-            reason: why.to_string(),
-            stream: StreamScope::Standalone,
-        });
-        true
-    }
-
-    /// Checks an event id; `Ok(false)` drops the event as a duplicate.
-    fn on_id(
-        &mut self,
-        given: Id<'_>,
-        carries_data: bool,
-    ) -> Result<bool, ResumeStreamError<C::Error>> {
-        let id = given.as_str();
-        // Upstream rmcp's standalone stream primes with id `0` and numbers
-        // its first event `0` too: a message repeating an id only a priming
-        // frame carried is new, not a copy.
-        let unprimed = self.primed && carries_data && self.cursor.as_deref() == Some(id);
-        if unprimed && !draining_now(&self.state) {
-            let verifying = matches!(self.state, State::Verifying { .. });
-            if verifying && self.config.unproven == UnprovenPolicy::Strict {
-                // Nothing proves that this resume continues the stream.
-                if let Some(cursor) = self.judge(id) {
-                    return Err(ResumeStreamError::Resumption(ResumptionError::Unproven {
-                        cursor,
-                    }));
-                }
-            }
-            // Delivered, and the checking starts from it.
-            let checker = self.judge(id).map(ContinuityChecker::new);
-            self.follow(checker);
-            self.primed = false;
-            self.progress();
-            return Ok(true);
-        }
-        // Unvouched ids on an open stream need no parsing: only an exact
-        // repeat of the last one (the cursor) is a duplicate.
-        let judged = self.vouched || matches!(self.state, State::Verifying { .. });
-        let parsed = if judged { self.judge(id) } else { None };
-        let draining = matches!(self.state, State::Draining { .. });
-        match &mut self.state {
-            State::Verifying { verifier, .. } => {
-                if verifier.on_event(parsed.as_ref()) == EventAction::SkipDuplicate {
-                    return Ok(false);
-                }
-                match verifier.verdict() {
-                    Verdict::Resumed(proof) => {
-                        if proof == Proof::Assumed {
-                            // Said, not swallowed: the peer gave nothing to
-                            // check (opaque ids, no acknowledgement).
-                            // Fields, not `span()`: the verifier borrows the
-                            // state. Inside the macro, the span is made only
-                            // if the line is logged.
-                            let (connector, parent) = (&self.connector, &self.parent);
-                            let (scope, cursor) = (self.scope, &self.cursor);
-                            tracing::info!(
-                                parent: &connector.span(scope, parent),
-                                ?cursor,
-                                first = id,
-                                "resumed without proof of continuity"
-                            );
-                        }
-                        let checker = verifier.clone().into_checker();
-                        self.follow(Some(checker));
-                    }
-                    // The standalone stream keeps a resume whose first event
-                    // skips some: the loss is reported, and this event starts
-                    // the checking, as on a live gap.
-                    Verdict::ResumptionFailed(
-                        error @ (ResumptionError::Gap { .. }
-                        | ResumptionError::Discontinuous { .. }),
-                    ) if self.scope == StreamScope::Standalone => {
-                        self.follow(parsed.map(ContinuityChecker::new));
-                        return Ok(self.go_on_after_gap(id, carries_data, error.lost(), &error));
-                    }
-                    Verdict::ResumptionFailed(error) => {
-                        return Err(ResumeStreamError::Resumption(error));
-                    }
-                    Verdict::SessionLost(_) | Verdict::Delayed => {}
-                }
-            }
-            State::Following { .. } | State::Draining { .. } if !judged => {
-                if self.cursor.as_deref() == Some(id) && !unprimed {
-                    return Ok(false);
-                }
-            }
-            State::Following { checker, .. } | State::Draining { checker, .. } => {
-                match (checker.as_mut(), parsed) {
-                    (Some(checker), Some(parsed)) => match checker.observe(&parsed) {
-                        Ok(Continuity::Duplicate) => return Ok(false),
-                        Ok(_) => {}
-                        // Answered: nothing after the response can fail it.
-                        Err(_) if draining => return Ok(false),
-                        // A live standalone stream keeps its connection: the
-                        // loss is reported, and checking goes on from here.
-                        Err(error) if self.scope == StreamScope::Standalone => {
-                            *checker = ContinuityChecker::new(parsed);
-                            let lost = match &error {
-                                ContinuityError::Gap { lost, .. } => Some(*lost),
-                                _ => None,
-                            };
-                            return Ok(self.go_on_after_gap(id, carries_data, lost, &error));
-                        }
-                        Err(error) => return Err(ResumeStreamError::Continuity(error)),
-                    },
-                    // The first id of a fresh stream starts the checking.
-                    (None, Some(parsed)) => *checker = Some(ContinuityChecker::new(parsed)),
-                    (_, None) => {}
-                }
-            }
-            State::Backoff(_) | State::GiveUp | State::Done => {}
-        }
-        if self.cursor.as_deref() != Some(id) {
-            // The last id's buffer takes the next: ids of one stream are of
-            // about one length, so a stream allocates for its first only,
-            // and not even then when the frame gave its id away.
-            match &mut self.cursor {
-                Some(cursor) => {
-                    cursor.clear();
-                    cursor.push_str(given.as_str());
-                }
-                None => self.cursor = Some(given.into_string()),
-            }
-            self.primed = !carries_data;
-            self.progress();
-        } else if unprimed {
-            self.primed = false;
-            self.progress();
-        }
-        Ok(true)
-    }
-
-    /// Whether the open resume was held by the server: open for
-    /// [`ResumeConfig::silent_resume_timeout`] (at most [`HOLD`]) with nothing wrong, having
-    /// acknowledged the cursor if it vouched for rmcp's rules (and so
-    /// promised to).
-    fn held(&self) -> bool {
-        let State::Verifying { heard, .. } = &self.state else {
-            return false;
-        };
-        let kept_promise = *heard == Heard::Acknowledged || !self.vouched;
-        let hold = self.config.silent_resume_timeout.clamp(MIN_DELAY, HOLD);
-        kept_promise && self.connected_at.elapsed() >= hold
-    }
-
-    /// [`ResumeConfig::max_delay`], no less than [`MIN_DELAY`].
-    fn max_delay(&self) -> Duration {
-        self.config.max_delay.max(MIN_DELAY)
-    }
-
-    fn progress(&mut self) {
-        self.failures = 0;
-        self.failures_with_cursor = 0;
-        self.transport_failures = 0;
-        self.failing_since = None;
-    }
-
-    /// A request stream that has failed to resume for longer than
-    /// [`ResumeConfig::resume_deadline`] (counting the coming `delay`)
-    /// fails now rather than after it.
-    fn past_deadline(&mut self, delay: Duration) -> Option<ResumeStreamError<C::Error>> {
-        if self.remaining()? > delay {
-            return None;
-        }
-        let deadline = self.config.resume_deadline;
-        self.state = State::Done;
-        Some(ResumeStreamError::Exhausted {
-            attempts: self.failures,
-            cursor: self.cursor.clone(),
-            last: Box::new(Attempt::Deadline(deadline)),
-        })
-    }
-
-    /// What is left of a failing request stream's resume deadline.
-    fn remaining(&self) -> Option<Duration> {
-        if self.scope != StreamScope::Request {
-            return None;
-        }
-        let end = self.failing_since? + self.config.resume_deadline;
-        Some(end.saturating_duration_since(Instant::now()))
-    }
-
-    /// A resume the server answered (or accepted and left silent) without
-    /// anything new: counted toward `max_failed_resumes`.
-    fn resume_brought_nothing(
-        &mut self,
-        last: Attempt<C::Error>,
-    ) -> Option<ResumeStreamError<C::Error>> {
-        self.failures_with_cursor += 1;
-        if self.failures_with_cursor >= self.config.max_failed_resumes.max(1) {
-            let error = match last {
-                Attempt::Resumption(error) => ResumeStreamError::Resumption(error),
-                last => ResumeStreamError::Exhausted {
-                    attempts: self.failures_with_cursor,
-                    cursor: self.cursor.clone(),
-                    last: Box::new(last),
-                },
-            };
-            return self.resume_failed(error);
-        }
-        self.schedule(last)
-    }
-
-    /// The server ended the stream cleanly.
-    fn on_close(&mut self) -> Option<ResumeStreamError<C::Error>> {
-        let was_held = self.held();
-        let closed = mem::replace(&mut self.state, State::Done);
-        let provisional = self
-            .provisional
-            .take()
-            .filter(|id| self.cursor.as_deref() != Some(id.as_str()));
-        if let (State::Verifying { .. } | State::Following { .. }, Some(id)) =
-            (&closed, provisional)
-        {
-            // Primed, then closed: a poll (SEP-1699) that gave the client a
-            // new cursor. Its `retry`, nothing counted.
-            self.cursor = Some(id);
-            self.primed = true;
-            self.progress();
-            return self.schedule_after_progress();
-        }
-        if matches!(closed, State::Verifying { .. }) && was_held {
-            // Held, then closed cleanly: a poll of a server with nothing new
-            // (the TypeScript SDK's `closeSSEStream` on a resumed stream).
-            self.progress();
-            return self.schedule_after_progress();
-        }
-        if let State::Verifying { mut verifier, .. } = closed {
-            verifier.on_close();
-            return match verifier.verdict() {
-                // An acknowledged poll with nothing new: the server says the
-                // call is alive and asks for time. Its `retry`, nothing counted.
-                Verdict::Delayed => {
-                    self.progress();
-                    self.schedule_after_progress()
-                }
-                Verdict::ResumptionFailed(error @ ResumptionError::EmptyStream { .. }) => {
-                    self.resume_brought_nothing(Attempt::Resumption(error))
-                }
-                Verdict::ResumptionFailed(error) => {
-                    self.resume_failed(ResumeStreamError::Resumption(error))
-                }
-                Verdict::Resumed(_) | Verdict::SessionLost(_) => self.schedule_after_progress(),
-            };
-        }
-        if let Ok(end) = self.unresumable(Attempt::Ended) {
-            return Some(end);
-        }
-        // A stream that made progress may be closed by the server at will
-        // (SEP-1699): honour its `retry` and count nothing.
-        if self.failures == 0 {
-            return self.schedule_after_progress();
-        }
-        self.schedule(Attempt::NoProgress)
-    }
-
-    fn schedule_after_progress(&mut self) -> Option<ResumeStreamError<C::Error>> {
-        let asked = self.server_retry.filter(|retry| !retry.is_zero());
-        match asked.or_else(|| self.policy.retry(0)) {
-            Some(delay) => {
-                // The server's `retry` is honoured up to the cap: a request
-                // must not wait a day because a server said so.
-                let delay = delay.min(self.max_delay());
-                // Closing after progress is not a failure, but the next close
-                // without progress is.
-                self.failures = 1;
-                self.state = State::Backoff(delay);
-                None
-            }
-            // A request stream ends only with its response or an error.
-            None if self.scope == StreamScope::Request => {
-                self.state = State::Done;
-                Some(ResumeStreamError::Exhausted {
-                    attempts: 0,
-                    cursor: self.cursor.clone(),
-                    last: Box::new(Attempt::NoReconnect),
-                })
-            }
-            None => {
-                self.state = State::Done;
-                None
-            }
-        }
-    }
-
-    /// Counts a failed attempt and schedules the next, or gives up.
-    fn schedule(&mut self, last: Attempt<C::Error>) -> Option<ResumeStreamError<C::Error>> {
-        if !matches!(last, Attempt::NothingNew) {
-            self.failing_since.get_or_insert_with(Instant::now);
-        }
-        match self.policy.retry(self.failures) {
-            Some(delay) => {
-                self.failures += 1;
-                let delay = self.server_retry.map_or(delay, |server| server.max(delay));
-                let delay = if delay.is_zero() { MIN_DELAY } else { delay };
-                self.state = State::Backoff(delay.min(self.max_delay()));
-                None
-            }
-            None => {
-                self.state = State::Done;
-                Some(ResumeStreamError::Exhausted {
-                    attempts: self.failures,
-                    cursor: self.cursor.clone(),
-                    last: Box::new(last),
-                })
-            }
-        }
-    }
-
-    /// The connection broke, or the reconnect failed on the way. Neither is
-    /// the server asking for time (its `retry` governs closes it chose), so
-    /// the first attempt after a failure is immediate and later ones follow
-    /// the policy's backoff. Every such failure with one cursor counts toward
-    /// `max_transport_failures`.
-    fn attempt_failed(&mut self, last: Attempt<C::Error>) -> Option<ResumeStreamError<C::Error>> {
-        self.attempt_failed_after(last, None)
-    }
-
-    /// [`attempt_failed`](Self::attempt_failed), waiting at least `wait`
-    /// (what a busy server asked for) before the next attempt.
-    fn attempt_failed_after(
-        &mut self,
-        last: Attempt<C::Error>,
-        wait: Option<Duration>,
-    ) -> Option<ResumeStreamError<C::Error>> {
-        self.state = State::Done;
-        self.failing_since.get_or_insert_with(Instant::now);
-        let last = match self.unresumable(last) {
-            Ok(end) => return Some(end),
-            Err(last) => last,
-        };
-        if self.cursor.is_some() {
-            self.transport_failures += 1;
-            if self.transport_failures >= self.config.max_transport_failures.max(1) {
-                let error = ResumeStreamError::Exhausted {
-                    attempts: self.transport_failures,
-                    cursor: self.cursor.clone(),
-                    last: Box::new(last),
-                };
-                return self.resume_failed(error);
-            }
-        }
-        match self.policy.retry(self.failures) {
-            Some(delay) => {
-                let delay = if self.failures == 0 {
-                    Duration::ZERO
-                } else {
-                    delay
-                };
-                let delay = wait.map_or(delay, |wait| wait.max(delay));
-                // Only the first retry is at once: a policy's zero after it
-                // would be a loop without pause.
-                let delay = if delay.is_zero() && self.failures > 0 {
-                    MIN_DELAY
-                } else {
-                    delay
-                };
-                self.failures += 1;
-                self.state = State::Backoff(delay.min(self.max_delay()));
-                None
-            }
-            None => Some(ResumeStreamError::Exhausted {
-                attempts: self.failures,
-                cursor: self.cursor.clone(),
-                last: Box::new(last),
-            }),
-        }
-    }
-
-    /// A request stream that never carried an event id cannot be resumed: a
-    /// `GET` without `Last-Event-ID` would open the standalone stream instead.
-    /// Hands `last` back when the stream can be resumed.
-    fn unresumable(
-        &mut self,
-        last: Attempt<C::Error>,
-    ) -> Result<ResumeStreamError<C::Error>, Attempt<C::Error>> {
-        if self.scope != StreamScope::Request || self.cursor.is_some() {
-            return Err(last);
-        }
-        self.state = State::Done;
-        Ok(ResumeStreamError::Exhausted {
-            attempts: 0,
-            cursor: None,
-            last: Box::new(Attempt::NoCursor(Box::new(last))),
-        })
-    }
-
-    /// A resume that cannot succeed: a request stream fails now; the
-    /// standalone stream starts afresh and reports the discontinuity.
-    fn resume_failed(
-        &mut self,
-        error: ResumeStreamError<C::Error>,
-    ) -> Option<ResumeStreamError<C::Error>> {
-        self.state = State::Done;
-        match self.scope {
-            StreamScope::Request => Some(error),
-            StreamScope::Standalone if unreached(&error) => {
-                // A server that could not be reached has not refused the
-                // cursor: keep it, and keep trying within the policy.
-                self.failures_with_cursor = 0;
-                self.transport_failures = 0;
-                self.schedule(error.into())
-            }
-            StreamScope::Standalone => {
-                let gap = Discontinuity {
-                    cursor: self.cursor.take(),
-                    reason: error.to_string(),
-                    lost: lost_of(&error),
-                    stream: StreamScope::Standalone,
-                };
-                self.report(gap);
-                self.failures_with_cursor = 0;
-                self.transport_failures = 0;
-                self.schedule(error.into())
-            }
-        }
-    }
-}
-
-/// The events `error` names as lost, where the id scheme names them.
-fn lost_of<E: std::error::Error + 'static>(
-    error: &ResumeStreamError<E>,
-) -> Option<crate::resumption::LostRange> {
-    match error {
-        ResumeStreamError::Resumption(e) => e.lost(),
-        ResumeStreamError::Continuity(ContinuityError::Gap { lost, .. }) => Some(*lost),
-        _ => None,
-    }
-}
-
-/// Whether `error` ended a stream only because the server could not be
-/// reached (or stayed silent), not because it refused the cursor.
-fn unreached<E: std::error::Error + 'static>(error: &ResumeStreamError<E>) -> bool {
-    matches!(
-        error,
-        ResumeStreamError::Exhausted { last, .. }
-            if matches!(
-                **last,
-                Attempt::Connect(_)
-                    | Attempt::ConnectTimeout(_)
-                    | Attempt::Transport(_)
-                    | Attempt::Silent(_)
-            )
-    )
 }

@@ -561,22 +561,31 @@ mod client {
 
     /// 0.x's default client is reqwest's own: connections pooled, and up to
     /// ten redirects followed to any origin (an `http` to `https` 307
-    /// included), as upstream 0.x builds it.
+    /// included), as upstream 0.x builds it; and the fork's TCP keepalive.
     #[cfg(all(feature = "transport-streamable-http-client-reqwest", rmcp_line_0_17))]
     pub(crate) fn default_http_client() -> reqwest::Client {
-        reqwest::Client::default()
+        crate::line::with_tcp_keepalive(reqwest::Client::builder())
+            .build()
+            .unwrap_or_else(|error| {
+                // Only a TLS backend that cannot start fails here; the
+                // request that needs it will say so.
+                tracing::error!(%error, "default HTTP client failed to build; using reqwest's defaults");
+                reqwest::Client::new()
+            })
     }
 
     /// 1.8's default client: no idle pooling (a half-read SSE body in the
     /// pool costs a delayed-ACK stall), reqwest's redirects (up to ten, any
     /// origin); 2.2's follows no redirect at all, so custom headers never
-    /// reach another host. Each as its upstream builds it.
+    /// reach another host. Each as its upstream builds it, with the fork's
+    /// TCP keepalive.
     #[cfg(all(
         feature = "transport-streamable-http-client-reqwest",
         not(rmcp_line_0_17)
     ))]
     pub(crate) fn default_http_client() -> reqwest::Client {
         let builder = reqwest::Client::builder().pool_max_idle_per_host(0);
+        let builder = crate::line::with_tcp_keepalive(builder);
         #[cfg(rmcp_line_2)]
         let builder = builder.redirect(reqwest::redirect::Policy::none());
         builder.build().unwrap_or_else(|error| {

@@ -388,7 +388,7 @@ mod client {
     /// 3.11's default client: no idle pooling (a half-read SSE body in the
     /// pool costs a delayed-ACK stall), and only same-origin 307/308
     /// redirects, which keep the POST body and do not leak headers to
-    /// another host.
+    /// another host; and the fork's TCP keepalive.
     #[cfg(feature = "transport-streamable-http-client-reqwest")]
     pub(crate) fn default_http_client() -> reqwest::Client {
         const HOPS: usize = 10;
@@ -407,9 +407,10 @@ mod client {
             }
             attempt.follow()
         });
-        reqwest::Client::builder()
+        let builder = reqwest::Client::builder()
             .pool_max_idle_per_host(0)
-            .redirect(policy)
+            .redirect(policy);
+        crate::line::with_tcp_keepalive(builder)
             .build()
             .unwrap_or_else(|error| {
                 tracing::error!(%error, "default HTTP client failed to build; using reqwest's defaults");

@@ -456,10 +456,11 @@ async fn an_event_sent_as_the_refresh_happens_is_delivered_once() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn an_unvouched_silent_request_is_refreshed_steadily_with_its_cursor() {
+async fn an_unvouched_silent_request_is_refreshed_ever_more_rarely_with_its_cursor() {
     // Nothing counts the refreshes, and nothing but the request's own
-    // timeout ends them (documented): an hour of silence is 360 GETs, all
-    // with the same cursor, none at once.
+    // timeout ends them (documented), but each waits twice as long as the
+    // last, up to ten minutes (issue #42: it was 360 GETs an hour), all with
+    // the same cursor, none at once.
     let (script, log) = Script::new(vec![], || Answer::Stall(vec![]));
     let stream = resuming_sse_stream(
         None,
@@ -471,14 +472,24 @@ async fn an_unvouched_silent_request_is_refreshed_steadily_with_its_cursor() {
     );
     let (_, error) = read_for(stream, Duration::from_secs(3605)).await;
     assert!(error.is_none(), "{error:?}");
-    assert!(
-        log.gaps()
-            .iter()
-            .all(|g| *g == ResumeConfig::DEFAULT_SILENT_RESUME_TIMEOUT)
+    let s = Duration::from_secs;
+    assert_eq!(
+        log.gaps(),
+        [
+            s(10),
+            s(20),
+            s(40),
+            s(80),
+            s(160),
+            s(320),
+            s(600),
+            s(600),
+            s(600),
+            s(600)
+        ]
     );
     assert!(log.cursors().iter().all(|c| c.as_deref() == Some("7f3a_1")));
-    // At 0 s, then every 10 s for the hour.
-    assert_eq!(log.entries().len(), 361);
+    assert_eq!(log.entries().len(), 11);
 }
 
 #[tokio::test(start_paused = true)]

@@ -88,7 +88,7 @@ impl<C: StreamableHttpClient> SseReconnect for GetConnector<C> {
     }
 
     fn break_is_final(&self, error: &sse_stream::Error) -> bool {
-        over_size_limit::<C>(error)
+        over_size_limit(error)
     }
 
     fn classify(&self, error: &Self::Error) -> ReconnectDisposition {
@@ -110,18 +110,24 @@ impl<C: StreamableHttpClient> SseReconnect for GetConnector<C> {
     }
 }
 
-/// Whether `error` is the event size limit of upstream's reqwest client
-/// (`max_sse_event_size`): that client's body errors always carry the
-/// reqwest error that caused them, and the limit's own error carries none.
-/// Other clients' body errors cannot be told apart, and are taken as breaks
-/// in transit.
-fn over_size_limit<C: 'static>(error: &sse_stream::Error) -> bool {
-    #[cfg(feature = "__reqwest")]
-    if std::any::TypeId::of::<C>() == std::any::TypeId::of::<reqwest::Client>() {
-        return matches!(error, sse_stream::Error::Body(inner) if inner.source().is_none());
-    }
-    let _ = error;
-    false
+/// What upstream's event size limit (`max_sse_event_size`) says when an
+/// event passes it.
+const OVER_SIZE_LIMIT: &str = "SSE event exceeded the maximum size";
+
+/// Whether `error` is the event size limit of upstream's clients, whichever
+/// client the transport wraps. Upstream's reqwest, unix-socket and
+/// authorizing clients read every body through one bounded stream, whose
+/// limit error is private to upstream: it is known by what it says and by
+/// having no cause beneath it (a break in transit always carries its
+/// transport's error). The client's type cannot tell: `AuthClient`, or a
+/// caller's own wrapper of reqwest, hides it, and the event was downloaded
+/// again on every resume.
+fn over_size_limit(error: &sse_stream::Error) -> bool {
+    matches!(
+        error,
+        sse_stream::Error::Body(inner)
+            if inner.source().is_none() && inner.to_string().starts_with(OVER_SIZE_LIMIT)
+    )
 }
 
 /// Whether a failed opening `GET` is the fork's to retry: lost in transit,
@@ -138,7 +144,9 @@ pub(super) fn opening_retryable<C: StreamableHttpClient>(
     lost_in_transit(error)
         || matches!(
             connector.classify(error),
-            ReconnectDisposition::Retry | ReconnectDisposition::Busy
+            ReconnectDisposition::Retry
+                | ReconnectDisposition::Busy
+                | ReconnectDisposition::ServerError
         )
 }
 

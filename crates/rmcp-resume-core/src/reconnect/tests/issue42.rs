@@ -1,0 +1,352 @@
+//! Issue #42: the findings of the 2026-12-06 review, each a scripted server
+//! on the paused clock that failed on the machine before its fix. Each
+//! assertion names the `GET`s it counted, so that a failure says how far
+//! off the machine is.
+
+use super::*;
+
+const HOUR: Duration = Duration::from_secs(3600);
+
+/// The arithmetic of the default retry policy of rmcp 0.15 to 2.2, written
+/// out here with its own names: the base (1 s by default, and no limit on
+/// the count) times two raised to the count as a `u32`, nothing saturated.
+/// From a count of 32 the power overflows: a panic in a debug build, a
+/// wrapped delay in a release one. Tests elsewhere use a saturating policy,
+/// which hides that.
+#[derive(Debug)]
+struct OldLineDefault {
+    max_times: Option<usize>,
+    base: Duration,
+}
+
+impl RetryPolicy for OldLineDefault {
+    fn retry(&self, count: usize) -> Option<Duration> {
+        if self.max_times.is_some_and(|most| count >= most) {
+            return None;
+        }
+        // Deliberately unchecked: the shape of the lines' own policy.
+        let factor = 2u32.pow(count as u32);
+        Some(self.base * factor)
+    }
+}
+
+fn old_line_default() -> Arc<dyn RetryPolicy> {
+    Arc::new(OldLineDefault {
+        max_times: None,
+        base: Duration::from_secs(1),
+    })
+}
+
+/// How many of `log`'s `GET`s carried a cursor.
+fn resumes(log: &Log) -> usize {
+    log.cursors().iter().filter(|c| c.is_some()).count()
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_standalone_resume_answered_500_is_a_failed_resume_and_reported() {
+    // Finding 1: upstream rmcp 0.15 to 0.17 answer a resume they cannot
+    // replay with a 500. Counted as the server being unreachable, the
+    // cursor was kept for ever and nothing was reported.
+    let (config, gaps) = recording(ResumeConfig::default());
+    let (script, log) = Script::new(vec![], || Answer::Status(500));
+    let script = script.with_fresh(|| Answer::Stall(vec![]));
+    let stream = resuming_sse_stream(
+        None,
+        cut_after("41"),
+        script,
+        StreamScope::Standalone,
+        old_line_default(),
+        config,
+    );
+    let (_, error) = read_for(stream, HOUR).await;
+    assert!(error.is_none(), "{error:?}");
+    let max = ResumeConfig::default().max_failed_resumes;
+    assert_eq!(
+        (resumes(&log), log.entries().len()),
+        (max, max + 1),
+        "(GETs with the cursor, all GETs) in an hour"
+    );
+    assert_eq!(log.cursors().last(), Some(&None), "reopened without it");
+    let gaps = seen(&gaps);
+    assert_eq!(gaps.len(), 1, "{gaps:?}");
+    assert_eq!(gaps[0].cursor.as_deref(), Some("41"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_request_resume_answered_500_counts_as_a_failed_resume() {
+    // Finding 1, request side: a 500 to a resume fails it like an empty
+    // close, within `max_failed_resumes`, not `max_transport_failures`.
+    let (script, log) = Script::new(vec![], || Answer::Status(500));
+    let stream = resuming_sse_stream(
+        None,
+        cut_after("41"),
+        script,
+        StreamScope::Request,
+        old_line_default(),
+        ResumeConfig::default(),
+    );
+    let (_, error) = tokio::time::timeout(HOUR, drain(stream))
+        .await
+        .unwrap_or_else(|_| panic!("still resuming after an hour: {} GETs", log.entries().len()));
+    assert!(error.is_some());
+    assert_eq!(
+        log.entries().len(),
+        ResumeConfig::default().max_failed_resumes
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_gateways_5xx_keeps_the_standalone_cursor() {
+    // 502 and 504 are a proxy's answer, not the server's: the cursor is
+    // kept, as for any failure in transit.
+    let (config, gaps) = recording(ResumeConfig::default());
+    let (script, log) = Script::new(
+        vec![
+            Answer::Status(502),
+            Answer::Status(504),
+            Answer::Status(502),
+            Answer::Status(504),
+            Answer::Status(502),
+            Answer::Status(504),
+        ],
+        || Answer::Stall(vec![]),
+    );
+    let stream = resuming_sse_stream(
+        None,
+        cut_after("41"),
+        script,
+        StreamScope::Standalone,
+        old_line_default(),
+        config,
+    );
+    let (_, error) = read_for(stream, Duration::from_secs(600)).await;
+    assert!(error.is_none(), "{error:?}");
+    assert_eq!(log.cursors()[..7], vec![cut_after("41"); 7]);
+    assert!(seen(&gaps).is_empty(), "{:?}", seen(&gaps));
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_old_lines_default_policy_survives_hours_of_an_unreachable_server() {
+    // Finding 2: after about 14 minutes unreachable, the standalone
+    // stream's count reached 32 and the old lines' policy overflowed.
+    let (script, log) = Script::new(vec![], || Answer::Status(502));
+    let stream = resuming_sse_stream(
+        None,
+        cut_after("41"),
+        script,
+        StreamScope::Standalone,
+        old_line_default(),
+        ResumeConfig::default(),
+    );
+    let (_, error) = read_for(stream, 2 * HOUR).await;
+    assert!(error.is_none(), "{error:?}");
+    let gaps = log.gaps();
+    let max = ResumeConfig::DEFAULT_MAX_DELAY;
+    assert!(
+        gaps.iter().all(|gap| *gap <= max),
+        "{} GETs: {gaps:?}",
+        gaps.len() + 1
+    );
+    // Once the backoff reached the cap, it stays there: no wrap to 1 s.
+    let late: Vec<_> = gaps.iter().skip(20).collect();
+    assert!(late.iter().all(|gap| **gap == max), "{late:?}");
+    let gets = log.entries().len();
+    assert!(gets <= 2 * 3600 / 30 + 20, "{gets} GETs");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_long_lived_fresh_standalone_stream_reconnects_at_once_every_time() {
+    // Finding 3: a standalone stream without ids behind a proxy that cuts
+    // idle connections at 60 s. Each connection lived a minute: each cut
+    // is resumed at once, as upstream's client does, never backed off.
+    let (script, log) = Script::new(vec![], || {
+        Answer::BreakAfter(vec![], Duration::from_secs(60))
+    });
+    let stream = resuming_sse_stream(
+        None,
+        None,
+        script,
+        StreamScope::Standalone,
+        old_line_default(),
+        ResumeConfig::default(),
+    );
+    // The opening `GET` (which this stream stands for) failed: its retry is
+    // the policy's first delay, 1 s in.
+    let (_, error) = read_for(stream, Duration::from_secs(630)).await;
+    assert!(error.is_none(), "{error:?}");
+    assert_eq!(
+        log.gaps(),
+        [Duration::from_secs(60); 10],
+        "{} GETs in 10 minutes",
+        log.entries().len()
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn copies_from_the_first_event_closed_cleanly_end_the_call() {
+    // Finding 4, clean closes: a server that never vouched answers every
+    // resume with its first two events again and closes. Copies are
+    // dropped, are never progress, and the call ends.
+    let (script, log) = Script::new(vec![], || {
+        Answer::Frames(vec![progress("0/1", 0), progress("1/1", 1)])
+    });
+    let stream = resuming_sse_stream(
+        None,
+        cut_after("1/1"),
+        script,
+        StreamScope::Request,
+        fixed(None, 1000),
+        ResumeConfig::default(),
+    );
+    let start = Instant::now();
+    let (messages, error) = tokio::time::timeout(Duration::from_secs(600), drain(stream))
+        .await
+        .unwrap_or_else(|_| panic!("still resuming after 600 s: {} GETs", log.entries().len()));
+    assert!(error.is_some(), "ended with an error");
+    let config = ResumeConfig::default();
+    assert!(
+        log.entries().len() <= config.max_failed_resumes + 1,
+        "{} GETs in {:?}; delivered {:?}",
+        log.entries().len(),
+        start.elapsed(),
+        ids(&messages)
+    );
+    assert!(
+        !ids(&messages).contains(&"1/1".to_owned()),
+        "{:?}",
+        ids(&messages)
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_copy_is_dropped_wherever_it_comes_on_an_unvouched_stream() {
+    // Finding 4, on an open stream: opaque ids prove no order, but an id
+    // already delivered on this stream is a copy wherever it comes.
+    let (script, _log) = Script::new(vec![], || Answer::Stall(vec![]));
+    let first = opened(vec![
+        list_changed("a"),
+        list_changed("b"),
+        list_changed("a"),
+        list_changed("c"),
+        list_changed("b"),
+    ]);
+    let stream = resuming_sse_stream(
+        Some(first),
+        None,
+        script,
+        StreamScope::Standalone,
+        fixed(None, 1000),
+        ResumeConfig::default(),
+    );
+    let (messages, error) = read_for(stream, Duration::from_secs(1)).await;
+    assert!(error.is_none(), "{error:?}");
+    assert_eq!(ids(&messages), ["a", "b", "c"]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_silent_accept_is_refreshed_ever_more_rarely() {
+    // Finding 5: a resume the server accepts and leaves silent (a quiet
+    // call on a server that never vouched) was refreshed every 10 s for
+    // ever. The refreshes now back off, from the silence timeout upward.
+    let (script, log) = Script::new(vec![], || Answer::Stall(vec![]));
+    let stream = resuming_sse_stream(
+        None,
+        cut_after("7f3a_1"),
+        script,
+        StreamScope::Request,
+        fixed(Some(3), 1000),
+        ResumeConfig::default(),
+    );
+    let (_, error) = read_for(stream, HOUR).await;
+    assert!(error.is_none(), "{error:?}");
+    let gets = log.entries().len();
+    assert!(gets <= 12, "{gets} GETs in an hour: {:?}", log.gaps());
+    let gaps = log.gaps();
+    assert_eq!(
+        gaps.first(),
+        Some(&ResumeConfig::DEFAULT_SILENT_RESUME_TIMEOUT)
+    );
+    assert!(gaps.windows(2).all(|w| w[0] <= w[1]), "{gaps:?}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_resume_held_then_broken_with_nothing_new_backs_off() {
+    // Finding 5: a resume held 6 s and then cut, with nothing delivered,
+    // every time. Each hold spares the call's counts (a proxy's connection
+    // lifetime is no failure), but it brought nothing: the `GET`s of such
+    // a run are spaced ever further apart, up to `max_delay`.
+    let (script, log) = Script::new(vec![], || {
+        Answer::BreakAfter(vec![], Duration::from_secs(6))
+    });
+    let stream = resuming_sse_stream(
+        None,
+        cut_after("7f3a_1"),
+        script,
+        StreamScope::Request,
+        fixed(Some(3), 1000),
+        ResumeConfig::default(),
+    );
+    let (_, error) = read_for(stream, HOUR / 2).await;
+    assert!(error.is_none(), "{error:?}");
+    let gets = log.entries().len();
+    assert!(gets <= 70, "{gets} GETs in 30 minutes: {:?}", log.gaps());
+    // Spaced start to start, never more than `max_delay` apart.
+    let max = ResumeConfig::DEFAULT_MAX_DELAY;
+    assert!(log.gaps().iter().all(|gap| *gap <= max), "{:?}", log.gaps());
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_idle_standalone_stream_costs_a_handful_of_gets_an_hour() {
+    // Finding 6: an idle session against the TypeScript or Python server,
+    // after one cut: every refresh of its silent resume was 10 s after the
+    // last, 360 `GET`s an hour.
+    let (config, gaps) = recording(ResumeConfig::default());
+    let (script, log) = Script::new(vec![], || Answer::Stall(vec![]));
+    let stream = resuming_sse_stream(
+        None,
+        cut_after("_GET_stream_9"),
+        script,
+        StreamScope::Standalone,
+        old_line_default(),
+        config,
+    );
+    let (_, error) = read_for(stream, HOUR).await;
+    assert!(error.is_none(), "{error:?}");
+    let gets = log.entries().len();
+    assert!(gets <= 12, "{gets} GETs in an hour: {:?}", log.gaps());
+    assert_eq!(log.cursors(), vec![cut_after("_GET_stream_9"); gets]);
+    assert!(seen(&gaps).is_empty(), "{:?}", seen(&gaps));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_refresh_that_hears_something_starts_the_backoff_over() {
+    // What ends a run of quiet refreshes: an event. After it, the next
+    // silence is waited on for the timeout again, not the grown wait.
+    let (script, log) = Script::new(
+        vec![
+            Answer::Stall(vec![]),
+            Answer::Stall(vec![]),
+            Answer::Break(vec![progress("7f3a_2", 2)]),
+        ],
+        || Answer::Stall(vec![]),
+    );
+    let stream = resuming_sse_stream(
+        None,
+        cut_after("7f3a_1"),
+        script,
+        StreamScope::Request,
+        fixed(Some(3), 1000),
+        ResumeConfig::default(),
+    );
+    let (messages, error) = read_for(stream, Duration::from_secs(200)).await;
+    assert!(error.is_none(), "{error:?}");
+    assert_eq!(ids(&messages), ["7f3a_2"]);
+    let s = ResumeConfig::DEFAULT_SILENT_RESUME_TIMEOUT;
+    assert_eq!(
+        log.gaps(),
+        [s, 2 * s, Duration::ZERO, s, 2 * s, 4 * s, 8 * s]
+    );
+    let mut cursors = vec![cut_after("7f3a_1"); 3];
+    cursors.extend(vec![cut_after("7f3a_2"); 5]);
+    assert_eq!(log.cursors(), cursors);
+}
