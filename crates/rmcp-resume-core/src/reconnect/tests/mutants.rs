@@ -84,3 +84,69 @@ async fn a_delay_that_reaches_the_deadline_exactly_ends_the_request_now() {
     assert_eq!(log.entries().len(), 4, "{:?}", log.entries());
     assert_eq!(start.elapsed(), Duration::from_secs(2));
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_standalone_stream_the_policy_forbids_reopening_ends_without_an_error() {
+    // Only a request stream must end with an error (its call waits for one);
+    // the standalone stream, closed with no reconnect allowed, just ends.
+    let (script, log) = Script::new(vec![], || Answer::Stall(vec![]));
+    let stream = resuming_sse_stream(
+        Some(opened(vec![list_changed("1")])),
+        None,
+        script,
+        StreamScope::Standalone,
+        fixed(Some(0), 10),
+        ResumeConfig::default(),
+    );
+    let (messages, error) = drain(stream).await;
+    assert!(error.is_none(), "{error:?}");
+    assert_eq!(ids(&messages), ["1"]);
+    assert!(log.entries().is_empty());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_close_after_news_with_no_delay_asked_is_followed_at_once() {
+    // The connection brought an event: a close with neither a `retry` nor a
+    // policy delay is followed at once, not after the 1 s floor.
+    let (script, log) = Script::new(vec![], || Answer::Stall(vec![]));
+    let stream = resuming_sse_stream(
+        Some(opened(vec![list_changed("1")])),
+        None,
+        script,
+        StreamScope::Standalone,
+        fixed(None, 0),
+        ResumeConfig::default(),
+    );
+    let (_, error) = read_for(stream, Duration::from_secs(5)).await;
+    assert!(error.is_none(), "{error:?}");
+    let entries = log.entries();
+    assert_eq!(entries.first(), Some(&(Duration::ZERO, cut_after("1"))));
+}
+
+#[tokio::test(start_paused = true)]
+async fn empty_closes_after_progress_start_the_deadline() {
+    // After progress, resumes that close empty are failures from the first:
+    // the deadline (5 s) runs from it and ends the call before
+    // `max_failed_resumes` (10) would.
+    let first = opened(vec![priming("0/1", 1000), progress("1/1", 1)]);
+    let (script, log) = Script::new(vec![], || Answer::Frames(vec![]));
+    let config = ResumeConfig::default()
+        .with_resume_deadline(Duration::from_secs(5))
+        .with_max_failed_resumes(10);
+    let stream = resuming_sse_stream(
+        Some(first),
+        None,
+        script,
+        StreamScope::Request,
+        fixed(None, 4000),
+        config,
+    );
+    let (_, error) = drain(stream).await;
+    match error {
+        Some(ResumeStreamError::Exhausted { last, .. }) => {
+            assert!(matches!(*last, Attempt::Deadline(_)), "{last:?}");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(log.entries().len(), 2, "{:?}", log.entries());
+}
