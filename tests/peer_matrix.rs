@@ -284,6 +284,25 @@ async fn run_row_of(
     Ok(record)
 }
 
+/// A row of one cell: `plan` against `server` with the fork's default
+/// config, recorded under `row` and judged.
+async fn one_cell(
+    row: &'static str,
+    label: &'static str,
+    shape: &'static str,
+    server: &RowServer,
+    plan: &Plan,
+) -> anyhow::Result<()> {
+    let cell = matrix::run_cell(shape, server.addr, plan, ForkConfig::Default).await;
+    let record = RowRecord {
+        row,
+        label,
+        cells: vec![cell],
+    };
+    matrix::write_record(&repo().join("target/peer-matrix"), &record)?;
+    matrix::report(&record)
+}
+
 /// Why upstream rmcp's servers have no `poll` cell.
 const RMCP_NO_POLL: &str = "no API for a tool to close its own request stream: upstream's `close_sse_stream` takes the transport's internal HTTP request number, which a handler is never given";
 
@@ -422,14 +441,14 @@ async fn a_blackholed_connection_under_a_quiet_tool_is_found_and_resumed() -> an
         // The call's resume and the standalone stream's, and a few more.
         max_gets: 8,
     };
-    let cell = matrix::run_cell("quiet", server.addr, &plan, ForkConfig::Default).await;
-    let record = RowRecord {
-        row: "rmcp-3.11.0-blackhole",
-        label: "rmcp 3.11.0 (upstream): `quiet 120000`, its connections blackholed 1 s in (the fork's default config)",
-        cells: vec![cell],
-    };
-    matrix::write_record(&repo().join("target/peer-matrix"), &record)?;
-    matrix::report(&record)
+    one_cell(
+        "rmcp-3.11.0-blackhole",
+        "rmcp 3.11.0 (upstream): `quiet 120000`, its connections blackholed 1 s in (the fork's default config)",
+        "quiet",
+        &server,
+        &plan,
+    )
+    .await
 }
 
 /// The session lost mid-call: 1 s after a 12 s quiet call's first progress,
@@ -450,14 +469,14 @@ async fn a_session_lost_mid_call_ends_the_call_typed() -> anyhow::Result<()> {
         server: Delivers::NothingAfterACut,
         max_gets: 4,
     };
-    let cell = matrix::run_cell("quiet", server.addr, &plan, ForkConfig::Default).await;
-    let record = RowRecord {
-        row: "typescript-1.32.2-session-lost",
-        label: "TypeScript SDK 1.32.2: `quiet 12000`, every session forgotten 1 s in, the connection cut (the fork's default config)",
-        cells: vec![cell],
-    };
-    matrix::write_record(&repo().join("target/peer-matrix"), &record)?;
-    matrix::report(&record)
+    one_cell(
+        "typescript-1.32.2-session-lost",
+        "TypeScript SDK 1.32.2: `quiet 12000`, every session forgotten 1 s in, the connection cut (the fork's default config)",
+        "quiet",
+        &server,
+        &plan,
+    )
+    .await
 }
 
 /// A 60 s half-open connection against the TypeScript SDK 2.4.0 server: 1 s
@@ -482,12 +501,12 @@ async fn a_minute_half_open_against_typescript_2_is_waited_out_within_bounds() -
         // holds; the standalone stream's own.
         max_gets: 16,
     };
-    let cell = matrix::run_cell("half-cut", server.addr, &plan, ForkConfig::Default).await;
-    let record = RowRecord {
-        row: "typescript-2.4.0-half-open-60s",
-        label: "TypeScript SDK 2.4.0: `quiet 75000`, the client's side cut 1 s in, the server's 60 s later (the fork's default config)",
-        cells: vec![cell],
-    };
-    matrix::write_record(&repo().join("target/peer-matrix"), &record)?;
-    matrix::report(&record)
+    one_cell(
+        "typescript-2.4.0-half-open-60s",
+        "TypeScript SDK 2.4.0: `quiet 75000`, the client's side cut 1 s in, the server's 60 s later (the fork's default config)",
+        "half-cut",
+        &server,
+        &plan,
+    )
+    .await
 }
