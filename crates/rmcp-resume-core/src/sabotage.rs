@@ -2,8 +2,10 @@
 //! break can be watched going red.
 //!
 //! Compiled in only with the `__sabotage` feature, which only the
-//! workspace's own test and bench builds switch on; without it [`on`] is a
-//! constant `false` and every break folds away. With it, a process breaks
+//! workspace's own test, example and bench builds switch on (the root
+//! package's dev-dependency; no published crate does); without it [`on`]
+//! is a constant `false` and every break folds away. Cargo features cannot
+//! be private: an application must never enable it. With it, a process breaks
 //! only what the environment variable [`VARIABLE`] names (a comma-separated
 //! list of [`Break::name`]s), read once.
 //!

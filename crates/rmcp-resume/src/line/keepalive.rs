@@ -11,7 +11,9 @@
 //! cursor as any other. A dead connection is so found within
 //! `IDLE + PROBES × INTERVAL` (30 s) of the last packet it carried. A
 //! healthy one costs a probe and its answer per quiet `IDLE`, and nothing
-//! while a server's keep-alives run more often.
+//! while a server's keep-alives run more often. Probes end at whatever
+//! terminates TCP: a proxy or load balancer that answers them hides a dead
+//! path behind it (issue 42, finding 7, open; `idle_timeout` covers it).
 
 use std::time::Duration;
 

@@ -169,9 +169,12 @@ impl Node {
                 .arg("--outage-limit-ms")
                 .arg(limit.as_millis().to_string());
         }
-        if let Some(broken) = config.broken {
-            command.env(rmcp_resume_core::sabotage::VARIABLE, broken);
-        }
+        // Never inherited: a variable left in a developer's shell would
+        // break every run that expects the product whole.
+        match config.broken {
+            Some(broken) => command.env(rmcp_resume_core::sabotage::VARIABLE, broken),
+            None => command.env_remove(rmcp_resume_core::sabotage::VARIABLE),
+        };
         let mut child = command
             .args(["--bind", "127.0.0.1:0"])
             .args(config.redis.server_args())

@@ -146,6 +146,26 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
             .cursor
             .as_deref()
             .and_then(|c| EventCursor::parse(c).ok());
+        if self.cursor.is_none() && self.scope == StreamScope::Standalone && !notice.complete {
+            // A fresh standalone stream (no cursor sent) that the server
+            // starts past events this client never got: the server says
+            // where they stopped; the application hears of the loss.
+            self.report(Discontinuity {
+                cursor: Some(notice.cursor.to_string()),
+                lost: None,
+                reason: format!(
+                    "the server's fresh standalone stream starts at {} past events this \
+                     client never received (after {})",
+                    notice
+                        .floor
+                        .as_ref()
+                        .map_or_else(|| "its floor".to_owned(), ToString::to_string),
+                    notice.cursor
+                ),
+                stream: StreamScope::Standalone,
+            });
+            return Frame::Skip;
+        }
         if ours.as_ref() != Some(&notice.cursor) {
             // About another resume than this one: it proves nothing here.
             tracing::debug!(parent: &self.span(), cursor = ?self.cursor, notice = %notice.cursor, "ignoring a replay notice for another cursor");

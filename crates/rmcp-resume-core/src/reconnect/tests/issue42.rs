@@ -350,3 +350,33 @@ async fn a_refresh_that_hears_something_starts_the_backoff_over() {
     cursors.extend(vec![cut_after("7f3a_2"); 5]);
     assert_eq!(log.cursors(), cursors);
 }
+
+/// A fresh standalone `GET` (no cursor) that the server opens with a
+/// `complete: false` notice (it starts past events the client never got):
+/// the application hears of the loss, and the stream goes on.
+#[tokio::test(start_paused = true)]
+async fn a_fresh_standalone_stream_that_starts_past_lost_events_is_reported() {
+    let (config, gaps) = recording(ResumeConfig::default());
+    let (script, _log) = Script::new(
+        vec![Answer::Stall(vec![
+            notice("3", Some("8"), false),
+            list_changed("8"),
+        ])],
+        || Answer::Stall(vec![]),
+    );
+    let stream = resuming_sse_stream(
+        None,
+        None,
+        script,
+        StreamScope::Standalone,
+        fixed(None, 100),
+        config,
+    );
+    let (messages, error) = read_for(stream, Duration::from_secs(5)).await;
+    assert!(error.is_none(), "{error:?}");
+    assert_eq!(ids(&messages), ["8"]);
+    let told = seen(&gaps);
+    assert_eq!(told.len(), 1, "{told:?}");
+    assert_eq!(told[0].cursor.as_deref(), Some("3"));
+    assert_eq!(told[0].stream, StreamScope::Standalone);
+}
