@@ -251,6 +251,7 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
         // A stream that starts by resuming is already failing to resume.
         let failing_since = matches!(state, State::Backoff(_)).then(Instant::now);
         // The cursor names an event the client has: a copy of it is no news.
+        // The cursor names an event the client has: a copy of it is no news.
         let delivered = Delivered::starting_at(cursor.as_deref());
         let mut machine = Self {
             connector,

@@ -106,13 +106,15 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
                 self.provisional = Some(id.into_string());
                 return Frame::Skip;
             }
-            match self.on_id(id, carries_data) {
+            let data = sse.data.as_deref().unwrap_or_default();
+            match self.on_id(id, carries_data, data) {
                 Ok(true) if carries_data => {
                     self.provisional = None;
                     if !self.vouched
                         && let Some(id) = sse.id.as_deref()
                     {
-                        self.delivered.insert(id);
+                        self.delivered
+                            .insert(id, sse.data.as_deref().unwrap_or_default());
                     }
                 }
                 Ok(true) => {}
@@ -269,6 +271,7 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
         &mut self,
         given: Id<'_>,
         carries_data: bool,
+        data: &str,
     ) -> Result<bool, ResumeStreamError<C::Error>> {
         let id = given.as_str();
         // Upstream rmcp's standalone stream primes with id `0` and numbers
@@ -278,7 +281,7 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
         // Opaque ids prove no order, but one this stream delivered is a
         // copy wherever it comes (a replay from the first event): dropped,
         // and no progress.
-        if carries_data && !unprimed && !self.vouched && self.delivered.contains(id) {
+        if carries_data && !unprimed && !self.vouched && self.delivered.contains(id, data) {
             return Ok(false);
         }
         if unprimed && !draining_now(&self.state) {
