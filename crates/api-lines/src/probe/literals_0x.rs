@@ -59,3 +59,13 @@ pub fn defaults_of_0x<S: rmcp::Service<rmcp::RoleServer> + Send + 'static>(
     policy(rmcp::transport::common::client_side_sse::NeverRetry);
     service
 }
+
+/// 0.x's manager is two public fields; applications build it whole.
+pub fn manager_literal(
+    session_config: rmcp::transport::streamable_http_server::session::local::SessionConfig,
+) -> rmcp::transport::streamable_http_server::session::local::LocalSessionManager {
+    rmcp::transport::streamable_http_server::session::local::LocalSessionManager {
+        sessions: tokio::sync::RwLock::new(std::collections::HashMap::new()),
+        session_config,
+    }
+}

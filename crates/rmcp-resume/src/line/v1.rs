@@ -59,6 +59,25 @@ macro_rules! upstream_non_exhaustive {
 #[allow(unused_imports)]
 pub(crate) use upstream_non_exhaustive;
 
+/// Declares the session manager as it is: these lines have no event store,
+/// so on 0.x it has upstream's two public fields and no other.
+#[allow(unused_macros)]
+macro_rules! with_store_field {
+    ($($item:tt)*) => { $crate::line::upstream_non_exhaustive! { $($item)* } };
+}
+#[allow(unused_imports)]
+pub(crate) use with_store_field;
+
+/// The event store a session manager writes through: never one here.
+#[allow(unused_macros)]
+macro_rules! store_of {
+    ($manager:expr) => {
+        $crate::line::StoreSlot::default()
+    };
+}
+#[allow(unused_imports)]
+pub(crate) use store_of;
+
 /// Drops the items it wraps: on 0.15 to 2.2 the client transport is
 /// upstream's alias of the worker transport.
 #[allow(unused_macros)]

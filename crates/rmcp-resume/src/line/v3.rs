@@ -12,6 +12,33 @@ macro_rules! upstream_non_exhaustive {
 #[allow(unused_imports)]
 pub(crate) use upstream_non_exhaustive;
 
+/// Declares the session manager with 3.11's event-store slot as one more
+/// private field: upstream's manager is `#[non_exhaustive]`, so no
+/// application's literal can miss it.
+#[allow(unused_macros)]
+macro_rules! with_store_field {
+    ($(#[$meta:meta])* $vis:vis struct $name:ident { $($fields:tt)* }) => {
+        $(#[$meta])*
+        #[non_exhaustive]
+        $vis struct $name {
+            event_store: $crate::line::StoreSlot,
+            $($fields)*
+        }
+    };
+}
+#[allow(unused_imports)]
+pub(crate) use with_store_field;
+
+/// The event store a session manager writes through.
+#[allow(unused_macros)]
+macro_rules! store_of {
+    ($manager:expr) => {
+        $manager.event_store.clone()
+    };
+}
+#[allow(unused_imports)]
+pub(crate) use store_of;
+
 /// Expands the items it wraps: on 3.11 the client transport is the fork's
 /// own type (`docs/client.md`).
 #[allow(unused_macros)]

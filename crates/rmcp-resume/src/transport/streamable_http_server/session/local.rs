@@ -40,6 +40,7 @@ mod frames;
 mod handle;
 mod incarnation;
 mod manager;
+mod manager_state;
 mod routing;
 crate::line::with_event_store! {
     pub(crate) mod store_id;

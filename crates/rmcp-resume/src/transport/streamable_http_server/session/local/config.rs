@@ -48,6 +48,11 @@ pub struct SessionConfig {
     /// keep for replay (fork-only). Past it, a session evicts its own oldest
     /// events before adding one, never another session's.
     pub max_replay_bytes_total: usize,
+    /// What the manager's sessions share (its shared log, its replay
+    /// meter): here, not in the manager, because 0.x's manager literal
+    /// names two fields only. Filled by `..Default::default()`.
+    #[doc(hidden)]
+    pub __manager: super::manager_state::ManagerState,
 }
 }
 
@@ -104,6 +109,7 @@ impl Default for SessionConfig {
             max_replay_events: Self::DEFAULT_MAX_REPLAY_EVENTS,
             max_replay_bytes: Self::DEFAULT_MAX_REPLAY_BYTES,
             max_replay_bytes_total: Self::DEFAULT_MAX_REPLAY_BYTES_TOTAL,
+            __manager: Default::default(),
         }
     }
 }

@@ -4,7 +4,6 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use futures::Stream;
-use rmcp_resume_core::log::Meter;
 use rmcp_resume_core::shared::{SharedLog, SharedLogError};
 
 use super::incarnation::Incarnation;
@@ -13,7 +12,6 @@ use super::{
     EventId, EventIdParseError, LocalSessionHandle, ResumedStream, Resumption, SessionConfig,
     SessionError, SessionTransport,
 };
-use crate::line::StoreSlot;
 use crate::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
 use crate::transport::WorkerTransport;
 use crate::transport::common::server_side_http::{SessionId, session_id};
@@ -21,20 +19,17 @@ use crate::transport::resumption::{ResumeAnswer, RmcpEventId};
 use crate::transport::streamable_http_server::session::{ServerSseMessage, SessionManager};
 use rmcp_resume_core::shared::Mirror;
 
-crate::line::upstream_non_exhaustive! {
+crate::line::with_store_field! {
 /// Keeps every session of this process in memory.
 #[derive(Debug, Default)]
-// `#[non_exhaustive]` where upstream's is (see `line`).
+// `#[non_exhaustive]` where upstream's is, and on 0.x upstream's two fields
+// and no other, so that 0.x's literals compile (see `line`; the shared log
+// and the replay meter ride in `session_config`).
 pub struct LocalSessionManager {
-    event_store: StoreSlot,
-    shared: Option<SharedSlot>,
-    /// Configuration given to each new session.
-    pub session_config: SessionConfig,
     /// Live sessions by id.
     pub sessions: tokio::sync::RwLock<HashMap<SessionId, LocalSessionHandle>>,
-    /// Bytes all sessions keep for replay, created from `session_config`
-    /// when the first session starts.
-    replay_bytes: std::sync::OnceLock<Arc<Meter>>,
+    /// Configuration given to each new session.
+    pub session_config: SessionConfig,
 }
 }
 
@@ -59,16 +54,6 @@ pub enum LocalSessionManagerError {
     #[error("shared log: {0}")]
     Shared(#[from] SharedLogError),
 }
-}
-
-/// The shared log, in a field that can be `Debug`.
-#[derive(Clone)]
-pub(crate) struct SharedSlot(pub(crate) Arc<dyn SharedLog>);
-
-impl std::fmt::Debug for SharedSlot {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("SharedLog")
-    }
 }
 
 impl LocalSessionManager {
@@ -109,22 +94,22 @@ impl LocalSessionManager {
     /// `shared` (fork-only): each event is committed there before it is
     /// sent, a session is owned by one instance at a time, and any instance
     /// answers a resume from it. See docs/redis.md in the
-    /// repository.
-    pub fn with_shared_log(self, shared: Arc<dyn SharedLog>) -> Self {
-        Self {
-            shared: Some(SharedSlot(shared)),
-            ..self
-        }
+    /// repository. The log is kept in `session_config`: replacing that
+    /// whole config afterwards drops it (set its fields instead).
+    pub fn with_shared_log(mut self, shared: Arc<dyn SharedLog>) -> Self {
+        let state = std::mem::take(&mut self.session_config.__manager);
+        self.session_config.__manager = state.with_shared(shared);
+        self
     }
 
     /// The shared log, if sessions are shared (fork-only).
     pub fn shared_log(&self) -> Option<Arc<dyn SharedLog>> {
-        self.shared.as_ref().map(|slot| slot.0.clone())
+        self.session_config.__manager.shared().cloned()
     }
 
     /// Bytes all sessions keep for replay now (fork-only).
     pub fn replay_bytes(&self) -> usize {
-        self.replay_bytes.get().map_or(0, |meter| meter.used())
+        self.session_config.__manager.used()
     }
 
     /// The session's handle, if the session is live. A session whose worker
@@ -165,11 +150,11 @@ impl LocalSessionManager {
         mirror: Option<Mirror>,
     ) -> (LocalSessionHandle, SessionTransport) {
         let total = self.session_config.max_replay_bytes_total;
-        let process = self.replay_bytes.get_or_init(|| Meter::new(total)).clone();
+        let process = self.session_config.__manager.meter(total);
         let (handle, worker) = new_session(
             id,
             self.session_config.clone(),
-            self.event_store.clone(),
+            crate::line::store_of!(self),
             incarnation,
             Some(process),
             mirror,
@@ -184,7 +169,7 @@ impl LocalSessionManager {
         id: &SessionId,
         create: bool,
     ) -> Result<Option<(Mirror, u64)>, LocalSessionManagerError> {
-        let Some(SharedSlot(shared)) = &self.shared else {
+        let Some(shared) = self.session_config.__manager.shared() else {
             return Ok(None);
         };
         let mirror = match Mirror::start(shared.clone(), id.clone(), create).await? {
@@ -206,7 +191,7 @@ impl LocalSessionManager {
     /// Whether resumes are answered from an event store.
     #[cfg(not(feature = "local"))]
     pub(crate) fn has_event_store(&self) -> bool {
-        self.event_store.is_set()
+        crate::line::store_of!(self).is_set()
     }
 
     /// Decides a resume of `cursor` on session `id` (fork-only): the
@@ -386,7 +371,7 @@ impl SessionManager for LocalSessionManager {
         let resumed = self.resume_with_notice(id, &last_event_id).await?;
         // An event store's replay is what the store holds; it never proves
         // completeness, and an empty one was refused above.
-        if !resumed.notice.complete && !self.event_store.is_set() {
+        if !resumed.notice.complete && !crate::line::store_of!(self).is_set() {
             return Err(SessionError::InvalidEventId.into());
         }
         Ok(resumed.stream)

@@ -1,0 +1,54 @@
+//! What all sessions of one manager share, beside their configuration.
+//!
+//! Upstream 0.x's `LocalSessionManager` has two public fields and nothing
+//! else, so applications build it as a literal (`LocalSessionManager {
+//! sessions, session_config }`). The fork's manager-wide state (the shared
+//! log, the meter of every session's replay bytes) therefore rides in a
+//! hidden field of [`SessionConfig`](super::SessionConfig), which 0.x
+//! literals already fill with `..Default::default()`.
+
+use std::sync::{Arc, OnceLock};
+
+use rmcp_resume_core::log::Meter;
+use rmcp_resume_core::shared::SharedLog;
+
+/// A manager's shared log and its process-wide replay meter. Clones share
+/// both: every session's copy of the config meters into the same budget.
+#[doc(hidden)]
+#[derive(Clone, Default)]
+pub struct ManagerState {
+    shared: Option<Arc<dyn SharedLog>>,
+    replay_bytes: Arc<OnceLock<Arc<Meter>>>,
+}
+
+impl std::fmt::Debug for ManagerState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ManagerState")
+            .field("shared", &self.shared.is_some())
+            .field("replay_bytes", &self.used())
+            .finish()
+    }
+}
+
+impl ManagerState {
+    pub(crate) fn with_shared(self, shared: Arc<dyn SharedLog>) -> Self {
+        Self {
+            shared: Some(shared),
+            ..self
+        }
+    }
+
+    pub(crate) fn shared(&self) -> Option<&Arc<dyn SharedLog>> {
+        self.shared.as_ref()
+    }
+
+    /// The meter of every session's replay bytes, created with `total` on
+    /// first use.
+    pub(crate) fn meter(&self, total: usize) -> Arc<Meter> {
+        self.replay_bytes.get_or_init(|| Meter::new(total)).clone()
+    }
+
+    pub(crate) fn used(&self) -> usize {
+        self.replay_bytes.get().map_or(0, |meter| meter.used())
+    }
+}
