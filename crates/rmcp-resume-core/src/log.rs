@@ -648,6 +648,11 @@ impl<E: Clone> StreamLog<E> {
         Self::wake(state);
     }
 
+    /// Whether any reader, primary or shadow, is attached.
+    pub fn has_readers(&self) -> bool {
+        !self.lock().readers.is_empty()
+    }
+
     /// Whether a primary reader is attached.
     pub fn has_primary(&self) -> bool {
         self.lock().readers.iter().any(|r| r.role == Role::Primary)

@@ -189,6 +189,13 @@ pub struct Session<E: Clone, T, X = ()> {
     /// Answered streams due to expire whose reader is still reading them,
     /// each with when to look again.
     lingering: Vec<(Instant, u64)>,
+    /// Request streams a reader was attached to, and maybe still is: the
+    /// only ones whose readers can owe an event, so the stall rule looks at
+    /// these and the standalone stream, not at every answered stream kept
+    /// for resumes (up to `max_completed_streams`, scanned once per turn of
+    /// the owner). Readers attach only through this type; an entry goes
+    /// once its log has no reader at all.
+    watched: Vec<u64>,
     next_reader: ReaderId,
     room: Room,
     window: Window,
@@ -236,6 +243,7 @@ impl<E: Clone, T, X> Session<E, T, X> {
             waiting_count: 0,
             completed: VecDeque::new(),
             lingering: Vec::new(),
+            watched: Vec::new(),
             next_reader: 0,
             room,
             window,
@@ -322,6 +330,7 @@ impl<E: Clone, T, X> Session<E, T, X> {
 
     fn remove_request(&mut self, m: u64) -> Option<(X, Vec<Admission<T>>)> {
         let stream = self.requests.remove(&m)?;
+        self.watched.retain(|w| *w != m);
         self.waiting.remove(&StreamId::Request(m));
         self.waiting_count -= stream.waiting.len();
         stream.log.close();
@@ -351,6 +360,9 @@ impl<E: Clone, T, X> Session<E, T, X> {
         let id = self.reader_id();
         let log = self.log(stream)?.clone();
         log.attach_primary_at(id, position, now);
+        if let StreamId::Request(m) = stream {
+            self.watch(m);
+        }
         Some(LogReader::new(log, id))
     }
 
@@ -700,12 +712,29 @@ impl<E: Clone, T, X> Session<E, T, X> {
         true
     }
 
-    /// Every retained stream's log. A reader that owes an event holds it
+    /// Notes that request stream `m` has a reader, and forgets the
+    /// streams whose readers have all gone: the list stays as long as the
+    /// connections that are open, not as the streams kept for resumes.
+    fn watch(&mut self, m: u64) {
+        let requests = &self.requests;
+        self.watched
+            .retain(|w| *w == m || requests.get(w).is_some_and(|r| r.log.has_readers()));
+        if !self.watched.contains(&m) {
+            self.watched.push(m);
+        }
+    }
+
+    /// The logs whose readers can owe an event: the standalone stream's and
+    /// every watched request stream's. A reader that owes an event holds it
     /// whether or not a message waits behind it, so the stall rule looks at
-    /// all of them (D2 of issue #43): one lock each, a few hundred at most
-    /// (the answered streams' cap), once per turn of the owner.
+    /// each (D2 of issue #43), once per turn of the owner: one lock per
+    /// open connection, not per retained stream.
     fn logs(&self) -> impl Iterator<Item = &Arc<StreamLog<E>>> {
-        std::iter::once(&self.standalone).chain(self.requests.values().map(|r| &r.log))
+        std::iter::once(&self.standalone).chain(
+            self.watched
+                .iter()
+                .filter_map(|m| self.requests.get(m).map(|r| &r.log)),
+        )
     }
 
     /// When the earliest reader that owes its connection an event will

@@ -308,3 +308,45 @@ async fn a_control_frame_takes_the_next_index_and_never_waits() {
         assert_eq!(poll(&mut reader), Some(Some(expected)));
     }
 }
+
+/// The stall rule costs one look per open connection, not one per stream
+/// kept for resumes: after 500 answered calls whose readers read
+/// everything and left, only the one stream with a reader is looked at,
+/// and that reader, owing its call's answer and reading nothing, is still
+/// ended at the stall timeout.
+#[tokio::test(start_paused = true)]
+async fn the_stall_rule_looks_only_at_streams_with_readers() {
+    let mut s = session_with(Budget::new(2 << 20, None), 1_024);
+    for m in 0..500 {
+        s.open_request(m, ()).unwrap();
+        let mut reader = s
+            .connect(StreamId::Request(m), 0)
+            .expect("the stream is open");
+        assert_eq!(
+            admitted(s.deliver(StreamId::Request(m), message(m, 10, true))),
+            Some(0)
+        );
+        assert_eq!(poll(&mut reader), Some(Some(m)));
+        assert_eq!(poll(&mut reader), Some(None), "answered and drained");
+    }
+    s.open_request(500, ()).unwrap();
+    let mut stalled = s.connect(StreamId::Request(500), 0).expect("open");
+    assert!(
+        s.watched.len() <= 2,
+        "{} streams looked at per turn for one open connection",
+        s.watched.len()
+    );
+    let owed_at = Instant::now();
+    assert_eq!(
+        admitted(s.deliver(StreamId::Request(500), message(500, 10, true))),
+        Some(0)
+    );
+    assert_eq!(s.stall_deadline(), Some(owed_at + STALL));
+    tokio::time::advance(STALL).await;
+    let _ = s.end_stalled(Instant::now());
+    assert_eq!(
+        poll(&mut stalled),
+        Some(None),
+        "the stalled reader is ended"
+    );
+}
