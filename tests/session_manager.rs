@@ -162,3 +162,28 @@ async fn a_request_opens_its_stream_and_reaches_the_handler_in_one_step() {
         "c"
     );
 }
+
+/// Two managers built from clones of one config meter their own replay
+/// bytes: a session served on one costs the other nothing (the config
+/// carries the manager's state on 0.x, and a clone must not share it).
+#[tokio::test]
+async fn managers_built_from_one_config_keep_their_own_books() {
+    let config = rmcp::transport::streamable_http_server::session::local::SessionConfig::default();
+    let mut a = LocalSessionManager::default();
+    a.session_config = config.clone();
+    let mut b = LocalSessionManager::default();
+    b.session_config = config.clone();
+    let (a, b) = (Arc::new(a), Arc::new(b));
+    let id = tokio::time::timeout(LIMIT, session(&a, DemoServer::new()))
+        .await
+        .expect("in time");
+    let text = tokio::time::timeout(
+        LIMIT,
+        answer(&a, &id, call(1, "echo", json!({"text": "x"}))),
+    )
+    .await
+    .expect("in time");
+    assert!(!text.is_empty());
+    assert!(a.replay_bytes() > 0, "a kept its session's events");
+    assert_eq!(b.replay_bytes(), 0, "b served nothing and keeps nothing");
+}

@@ -345,6 +345,9 @@ impl TestServer {
         config
     }
 
+    // On 0.x the manager is a plain two-field struct that clippy would
+    // have built as a literal; on the later lines it is `#[non_exhaustive]`.
+    #[allow(clippy::field_reassign_with_default)]
     fn fork_manager(&self) -> Arc<LocalSessionManager> {
         let mut manager = LocalSessionManager::default();
         manager.session_config = self.session_config();

@@ -69,3 +69,9 @@ pub fn manager_literal(
         session_config,
     }
 }
+
+/// 0.x's config is plain data: unwind-safe, and a clone is independent.
+pub fn config_is_plain_data() {
+    fn plain<T: std::panic::UnwindSafe + std::panic::RefUnwindSafe + Clone + Send + Sync>() {}
+    plain::<rmcp::transport::streamable_http_server::session::local::SessionConfig>();
+}

@@ -7,18 +7,31 @@
 //! hidden field of [`SessionConfig`](super::SessionConfig), which 0.x
 //! literals already fill with `..Default::default()`.
 
+use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, OnceLock};
 
 use rmcp_resume_core::log::Meter;
 use rmcp_resume_core::shared::SharedLog;
 
-/// A manager's shared log and its process-wide replay meter. Clones share
-/// both: every session's copy of the config meters into the same budget.
+/// A manager's shared log and its process-wide replay meter.
+///
+/// A clone is empty: a cloned `SessionConfig` is settings, and a manager
+/// built from it meters its own bytes and shares nothing it was not given
+/// (sessions take the meter from their manager, never from their copy of
+/// the config).
 #[doc(hidden)]
-#[derive(Clone, Default)]
+#[derive(Default)]
 pub struct ManagerState {
-    shared: Option<Arc<dyn SharedLog>>,
-    replay_bytes: Arc<OnceLock<Arc<Meter>>>,
+    // Unwind safety as upstream's config has it: the log is used only
+    // through its own synchronised methods, never left half-updated by us.
+    shared: Option<AssertUnwindSafe<Arc<dyn SharedLog>>>,
+    replay_bytes: OnceLock<Arc<Meter>>,
+}
+
+impl Clone for ManagerState {
+    fn clone(&self) -> Self {
+        Self::default()
+    }
 }
 
 impl std::fmt::Debug for ManagerState {
@@ -33,13 +46,13 @@ impl std::fmt::Debug for ManagerState {
 impl ManagerState {
     pub(crate) fn with_shared(self, shared: Arc<dyn SharedLog>) -> Self {
         Self {
-            shared: Some(shared),
+            shared: Some(AssertUnwindSafe(shared)),
             ..self
         }
     }
 
     pub(crate) fn shared(&self) -> Option<&Arc<dyn SharedLog>> {
-        self.shared.as_ref()
+        self.shared.as_ref().map(|shared| &shared.0)
     }
 
     /// The meter of every session's replay bytes, created with `total` on
