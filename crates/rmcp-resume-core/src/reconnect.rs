@@ -9,7 +9,8 @@
 //! - decides every reconnect with [`crate::resumption`]: copies of events
 //!   already delivered are dropped, a gap or an unhonoured cursor is
 //!   reported, an acknowledged empty poll is a delay, not a failure;
-//! - asks a quiet server ever more rarely (see `quiet.rs`);
+//! - asks a quiet server ever more rarely (see `quiet.rs`), and waits a
+//!   `409` out by time (see `conflict.rs`);
 //! - on a request stream, ends with an error naming the cursor instead of
 //!   retrying a resume that cannot succeed;
 //! - on the standalone stream, drops the cursor after repeated failures and
@@ -20,6 +21,7 @@
 
 mod answer;
 mod config;
+mod conflict;
 mod connector;
 mod delivered;
 mod error;

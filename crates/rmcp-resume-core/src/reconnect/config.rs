@@ -87,7 +87,8 @@ pub type DiscontinuityObserver = Arc<dyn Fn(&Discontinuity) + Send + Sync>;
 /// |---|---|---|
 /// | the retry policy's `max_times` | every attempt that brought no progress, whatever its cause; also gives the delays (the count passed is at most 16) | progress |
 /// | [`max_failed_resumes`](Self::max_failed_resumes) | resumes the server answered without progress: an empty close, a vouched server's silence, a `5xx` other than `502`, `503`, `504` | progress, or a new cursor |
-/// | [`max_transport_failures`](Self::max_transport_failures) | failures in transit: a broken connection, a failed or timed-out `GET`, a `409`, `429`, `502`, `503` or `504` | progress, or a new cursor |
+/// | [`max_transport_failures`](Self::max_transport_failures) | failures in transit: a broken connection, a failed or timed-out `GET`, a `429`, `502`, `503` or `504` | progress, or a new cursor |
+/// | [`conflict_wait`](Self::conflict_wait) | time since the first `409` (the server still counts the previous connection as open); `409`s are not counted | progress |
 /// | [`resume_deadline`](Self::resume_deadline) (request streams) | time since the first failed attempt | progress |
 ///
 /// A refusal of the cursor (a `4xx`, `204`) is not counted: it ends a
@@ -117,6 +118,7 @@ pub type DiscontinuityObserver = Arc<dyn Fn(&Discontinuity) + Send + Sync>;
 /// | a vouched server's first frame on a resume | [`silent_resume_timeout`](Self::silent_resume_timeout) (10 s) | a failed resume |
 /// | any other server's first frame on a resume | [`silent_resume_timeout`](Self::silent_resume_timeout) (10 s), doubled per quiet refresh in a row, up to 10 min | the resume is refreshed, counted as progress |
 /// | the delay before a reconnect (the policy's, the server's `retry`, `Retry-After`, a quiet run's spacing) | [`max_delay`](Self::max_delay) (30 s), its cap | the reconnect |
+/// | a server answering `409` (it still counts the previous connection as open) | [`conflict_wait`](Self::conflict_wait) (2 min) from the first `409`, asked 1 s, 2 s, 4 s … apart, at most 10 s (or `max_delay`): at most 2 + ⌈log₂ 10⌉ + ⌈120 / 10⌉ = 18 `GET`s | the stream gives up, as when `max_transport_failures` runs out |
 /// | a request stream failing to resume | [`resume_deadline`](Self::resume_deadline) (2 min) | the request fails |
 /// | an open stream with no event | [`idle_timeout`](Self::idle_timeout) (off) | the stream is resumed |
 /// | a request's answer, right after its response head | [`answer_wait`](Self::answer_wait) (10 ms) | the stream is read as usual |
@@ -138,7 +140,26 @@ pub struct ResumeConfig {
     /// Consecutive failures in transit with one cursor (a broken
     /// connection, a `GET` that failed or timed out) before the same.
     /// Default 5. The retry policy's `max_times` bounds all attempts too.
+    /// A `409` is not one: see [`conflict_wait`](Self::conflict_wait).
     pub max_transport_failures: usize,
+    /// How long a reconnect answered `409 Conflict` is tried again, from the
+    /// first `409` since the stream's last progress. A `409` says the server
+    /// still counts the stream's previous connection as open (the
+    /// TypeScript SDK answers so until it sees that connection end, which a
+    /// half-open connection can take a minute or more), so it ends by time,
+    /// not by count: `409`s are not counted toward
+    /// [`max_transport_failures`](Self::max_transport_failures), and the
+    /// `GET`s between are spaced 1 s, 2 s, 4 s, … up to 10 s (or
+    /// [`max_delay`](Self::max_delay), if less), the first at once when it
+    /// is the first failure since progress. With `C` that cap, a run of
+    /// `409`s holds at most `2 + ⌈log₂(C / 1 s)⌉ + ⌈conflict_wait / C⌉`
+    /// `GET`s (18 with the defaults). The first `409` this long after the
+    /// first ends the wait: a request stream fails (`exhausted`), the
+    /// standalone stream keeps its cursor and goes on at the retry policy's
+    /// pace. A request stream's [`resume_deadline`](Self::resume_deadline)
+    /// ends it too, whichever comes first. Default 2 min; zero gives up at
+    /// the first `409`.
+    pub conflict_wait: Duration,
     /// Set only through [`with_idle_timeout`](Self::with_idle_timeout), which
     /// validates it.
     idle_timeout: Option<Duration>,
@@ -187,6 +208,7 @@ impl Default for ResumeConfig {
             unproven: UnprovenPolicy::Lenient,
             max_failed_resumes: 3,
             max_transport_failures: 5,
+            conflict_wait: Self::DEFAULT_CONFLICT_WAIT,
             idle_timeout: None,
             on_discontinuity: None,
             id_rules: IdRules::WhenVouched,
@@ -210,6 +232,8 @@ impl ResumeConfig {
     pub const DEFAULT_MAX_DELAY: Duration = Duration::from_secs(30);
     /// Default [`answer_wait`](Self::answer_wait).
     pub const DEFAULT_ANSWER_WAIT: Duration = Duration::from_millis(10);
+    /// Default [`conflict_wait`](Self::conflict_wait).
+    pub const DEFAULT_CONFLICT_WAIT: Duration = Duration::from_secs(120);
 
     /// Sets [`max_delay`](Self::max_delay).
     pub fn with_max_delay(self, max_delay: Duration) -> Self {
@@ -271,6 +295,14 @@ impl ResumeConfig {
         }
     }
 
+    /// Sets [`conflict_wait`](Self::conflict_wait).
+    pub fn with_conflict_wait(self, conflict_wait: Duration) -> Self {
+        Self {
+            conflict_wait,
+            ..self
+        }
+    }
+
     /// Sets [`max_failed_resumes`](Self::max_failed_resumes).
     pub fn with_max_failed_resumes(self, max_failed_resumes: usize) -> Self {
         Self {
@@ -310,6 +342,7 @@ impl fmt::Debug for ResumeConfig {
             .field("unproven", &self.unproven)
             .field("max_failed_resumes", &self.max_failed_resumes)
             .field("max_transport_failures", &self.max_transport_failures)
+            .field("conflict_wait", &self.conflict_wait)
             .field("idle_timeout", &self.idle_timeout)
             .field("on_discontinuity", &self.on_discontinuity.is_some())
             .field("id_rules", &self.id_rules)

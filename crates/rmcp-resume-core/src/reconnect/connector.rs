@@ -21,6 +21,11 @@ pub enum ReconnectDisposition {
     /// Transient: try again, at once the first time, then after the
     /// policy's delay.
     Retry,
+    /// The server still counts the stream's previous connection as open
+    /// (`409`): try again, spaced ever wider, until it lets go or
+    /// `conflict_wait` runs out. Not counted toward
+    /// `max_transport_failures`: it ends by time, not by count.
+    Conflict,
     /// The server is overloaded or limiting the rate (`429`, `503`): wait
     /// its `Retry-After`, else the policy's delay, before trying again;
     /// never at once.
@@ -47,24 +52,25 @@ impl ReconnectDisposition {
     /// |---|---|
     /// | `404`, `410` | `SessionLost` |
     /// | `401`, `403`, `405` | `Terminate` |
-    /// | `408`, `409`, `425` | `Retry` |
+    /// | `409` | `Conflict` |
+    /// | `408`, `425` | `Retry` |
     /// | `429`, `503` | `Busy` |
     /// | any other `4xx` (`400` for a refused cursor, …) | `CursorRejected` |
     /// | `502`, `504` (a gateway's) | `Retry` |
     /// | any other `5xx` | `ServerError` |
     /// | anything else | `Retry` |
     ///
-    /// `409` is transient: the TypeScript SDK answers it while the cut
-    /// connection of the same stream is still being cleaned up.
+    /// `409` is the TypeScript SDK's answer while it still counts the cut
+    /// connection of the same stream as open: for a moment while it cleans
+    /// it up, or until it finds a half-open connection dead.
     pub fn for_status(status: StatusCode) -> Self {
         match status {
             StatusCode::NOT_FOUND | StatusCode::GONE => Self::SessionLost,
             StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN | StatusCode::METHOD_NOT_ALLOWED => {
                 Self::Terminate
             }
-            StatusCode::REQUEST_TIMEOUT | StatusCode::CONFLICT | StatusCode::TOO_EARLY => {
-                Self::Retry
-            }
+            StatusCode::CONFLICT => Self::Conflict,
+            StatusCode::REQUEST_TIMEOUT | StatusCode::TOO_EARLY => Self::Retry,
             StatusCode::TOO_MANY_REQUESTS | StatusCode::SERVICE_UNAVAILABLE => Self::Busy,
             status if status.is_client_error() => Self::CursorRejected,
             StatusCode::BAD_GATEWAY | StatusCode::GATEWAY_TIMEOUT => Self::Retry,
@@ -168,7 +174,7 @@ mod tests {
             (403, Terminate),
             (405, Terminate),
             (408, Retry),
-            (409, Retry),
+            (409, Conflict),
             (425, Retry),
             (429, Busy),
             (503, Busy),

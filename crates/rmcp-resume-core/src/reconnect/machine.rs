@@ -45,6 +45,13 @@
 //! resets every count, but lengthens the quiet run, which spaces the next
 //! `GET`s. No connection is followed at once unless it lived a second or
 //! brought something new.
+//!
+//! # Conflicts
+//!
+//! A `409` says the server still counts the stream's previous connection
+//! as open. It is no failure in transit and is not counted: it is waited
+//! out for [`ResumeConfig::conflict_wait`], the `GET`s spaced ever wider
+//! (see [`super::conflict`]).
 
 use std::future::Future;
 use std::mem;
@@ -59,6 +66,7 @@ use futures::future::BoxFuture;
 use http::StatusCode;
 use sse_stream::Sse;
 
+use super::conflict::conflict_delay;
 use super::connector::MAX_POLICY_COUNT;
 use super::delivered::Delivered;
 use super::probe::is_response;
@@ -168,6 +176,13 @@ pub(super) struct Machine<C: Connector, P: RetryPolicy> {
     /// Connections in a row that were held and brought nothing new (see
     /// [`super::quiet`]); an event ends the run.
     quiet: u32,
+    /// When the first `409` since the last progress was answered: the
+    /// [`ResumeConfig::conflict_wait`] runs from here (see
+    /// [`super::conflict`]).
+    conflict_since: Option<Instant>,
+    /// The `409`s since the last progress that were followed by a wait:
+    /// the next wait doubles with each.
+    conflicts: u32,
     /// The latest ids delivered on the stream, while the server has not
     /// vouched for rmcp's rules: a copy of one is dropped, and is no
     /// progress.
@@ -274,6 +289,8 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
             resumed: false,
             news: false,
             quiet: 0,
+            conflict_since: None,
+            conflicts: 0,
             delivered,
             step: Step::Ready,
             timer: None,

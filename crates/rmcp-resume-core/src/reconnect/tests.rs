@@ -36,6 +36,10 @@ enum Answer {
     Oversize(Vec<Sse>),
     /// An HTTP error with a `Retry-After`.
     Busy(u16, Duration),
+    /// This HTTP error to every `GET` made in the script's first this long,
+    /// then the answer (a server that lets go of a half-open connection
+    /// only when it finds it dead).
+    StatusFor(u16, Duration, Box<Answer>),
 }
 
 /// The error a client's size limit gives (see `Connector::break_is_final`).
@@ -112,7 +116,14 @@ impl Connector for Script {
             (None, Some(fresh)) => fresh,
             _ => self.then,
         };
-        let answer = self.answers.pop_front().unwrap_or_else(then);
+        let mut answer = self.answers.pop_front().unwrap_or_else(then);
+        while let Answer::StatusFor(status, until, then) = answer {
+            answer = if self.start.elapsed() < until {
+                Answer::Status(status)
+            } else {
+                *then
+            };
+        }
         Box::pin(async move {
             match answer {
                 Answer::Frames(frames) => Ok(opened(frames)),
@@ -121,6 +132,8 @@ impl Connector for Script {
                     .boxed()),
                 Answer::Status(status) => Err(Status(status, None)),
                 Answer::Busy(status, after) => Err(Status(status, Some(after))),
+                // Resolved above; never reached.
+                Answer::StatusFor(status, ..) => Err(Status(status, None)),
                 Answer::BreakAfter(frames, after) => {
                     let reset = std::io::Error::from(std::io::ErrorKind::ConnectionReset);
                     let broken = sse_stream::Error::Body(Box::new(reset));

@@ -75,6 +75,7 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
                     source: error,
                 })
             }
+            (ReconnectDisposition::Conflict, _) => self.conflict(error),
             (ReconnectDisposition::Busy, _) => {
                 // Never at once: the server asked for time, if only by its status.
                 let asked = self.connector.retry_after(&error);

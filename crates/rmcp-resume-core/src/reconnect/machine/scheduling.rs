@@ -30,6 +30,8 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
         self.failures_with_cursor = 0;
         self.transport_failures = 0;
         self.failing_since = None;
+        self.conflict_since = None;
+        self.conflicts = 0;
     }
 
     /// Something new came (an event not delivered before, the response):
@@ -225,5 +227,53 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
                 last: Box::new(last),
             }),
         }
+    }
+
+    /// The server answered `409`: it still counts the stream's previous
+    /// connection as open (see `conflict.rs`). That ends by
+    /// time, so it is not counted toward `max_transport_failures`: the
+    /// first failure since progress is retried at once, as any is, and
+    /// each `409` after it waits 1 s, 2 s, 4 s, … up to the cap; the first
+    /// `409` answered [`ResumeConfig::conflict_wait`] or more after the
+    /// first gives up, as failures in transit running out do. The retry
+    /// policy's `max_times` and a request stream's deadline still apply.
+    pub(super) fn conflict(&mut self, error: C::Error) -> Option<ResumeStreamError<C::Error>> {
+        self.state = State::Done;
+        self.failing_since.get_or_insert_with(Instant::now);
+        let asked = self.connector.retry_after(&error);
+        let since = *self.conflict_since.get_or_insert_with(Instant::now);
+        let last = match self.unresumable(Attempt::Connect(error)) {
+            Ok(end) => return Some(end),
+            Err(last) => last,
+        };
+        let waited = since.elapsed();
+        if waited >= self.config.conflict_wait {
+            tracing::debug!(parent: &self.span(), cursor = ?self.cursor, ?waited, "the server still counts the previous connection as open; giving up");
+            let error = ResumeStreamError::Exhausted {
+                attempts: self.failures.saturating_add(1),
+                cursor: self.cursor.clone(),
+                last: Box::new(last),
+            };
+            return self.resume_failed(error);
+        }
+        if self.policy_retry(self.failures).is_none() {
+            return Some(ResumeStreamError::Exhausted {
+                attempts: self.failures,
+                cursor: self.cursor.clone(),
+                last: Box::new(last),
+            });
+        }
+        let delay = if self.failures == 0 {
+            self.quiet_wait()
+        } else {
+            let delay = conflict_delay(self.conflicts, self.max_delay());
+            self.conflicts = self.conflicts.saturating_add(1);
+            delay
+        };
+        // A server's `Retry-After` may ask for longer, up to the cap.
+        let delay = asked.map_or(delay, |asked| asked.max(delay));
+        self.failures += 1;
+        self.state = State::Backoff(delay.min(self.max_delay()));
+        None
     }
 }

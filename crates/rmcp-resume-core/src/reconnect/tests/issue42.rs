@@ -380,3 +380,176 @@ async fn a_fresh_standalone_stream_that_starts_past_lost_events_is_reported() {
     assert_eq!(told[0].cursor.as_deref(), Some("3"));
     assert_eq!(told[0].stream, StreamScope::Standalone);
 }
+
+/// The most `GET`s answered `409` in a run, by the bound `conflict.rs`
+/// states, worked out here on its own: `2 + ⌈log₂(C / 1 s)⌉ + ⌈W / C⌉`,
+/// where `W` is the wait and `C` the spacing's cap, 10 s or `max_delay`
+/// if less.
+fn conflict_bound(wait: Duration, max_delay: Duration) -> usize {
+    let cap = max_delay.min(Duration::from_secs(10)).as_secs().max(1);
+    let doubling = cap.next_power_of_two().trailing_zeros() as usize;
+    2 + doubling + usize::try_from(wait.as_secs().div_ceil(cap)).unwrap_or(usize::MAX)
+}
+
+/// The conflict wait's default (2 min), written out: a test that read it
+/// from the config would follow it anywhere.
+const CONFLICT_WAIT: Duration = Duration::from_secs(120);
+
+/// What a server that answers `409` for the script's first `half_open`
+/// then answers with `then`.
+fn half_open(half_open: Duration, then: Answer) -> Answer {
+    Answer::StatusFor(409, half_open, Box::new(then))
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_minute_of_conflicts_is_waited_out_and_the_call_answers() {
+    // Finding 9: the client's side of a call's connection went, the
+    // server's stayed up, and the TypeScript SDK 2.x answers every resume
+    // `409` until it finds that connection dead (a minute here). Counted as
+    // failures in transit, the 409s ended the call typed after 14 s.
+    const HALF_OPEN: Duration = Duration::from_secs(60);
+    let (script, log) = Script::new(vec![], || {
+        half_open(
+            HALF_OPEN,
+            Answer::Frames(vec![progress("7f3a_2", 2), response("7f3a_3")]),
+        )
+    });
+    let stream = resuming_sse_stream(
+        None,
+        cut_after("7f3a_1"),
+        script,
+        StreamScope::Request,
+        backoff(None, 1000),
+        ResumeConfig::default(),
+    );
+    let start = Instant::now();
+    let (messages, error) = drain(stream).await;
+    let (gets, took) = (log.entries().len(), start.elapsed());
+    assert!(error.is_none(), "{error:?} after {took:?} and {gets} GETs");
+    assert_eq!(ids(&messages), ["7f3a_2", "7f3a_3"]);
+    let conflicts = log
+        .entries()
+        .iter()
+        .filter(|(at, _)| *at < HALF_OPEN)
+        .count();
+    let bound = conflict_bound(HALF_OPEN, ResumeConfig::DEFAULT_MAX_DELAY);
+    assert!(
+        conflicts <= bound,
+        "{conflicts} GETs met 409 (bound {bound})"
+    );
+    assert_eq!(gets, conflicts + 1, "{:?}", log.gaps());
+    // Resumed within the spacing's cap of the server letting go.
+    assert!(took <= HALF_OPEN + Duration::from_secs(10), "{took:?}");
+    assert!(log.cursors().iter().all(|c| c.as_deref() == Some("7f3a_1")));
+}
+
+#[tokio::test(start_paused = true)]
+async fn conflicts_for_ever_end_the_call_typed_at_its_deadline() {
+    // Finding 9, the other side: a server that never lets go. The call is
+    // given the conflict wait (2 min, the resume deadline too), then fails
+    // typed, `exhausted`, within the formula's `GET`s; not after 14 s.
+    let (script, log) = Script::new(vec![], || Answer::Status(409));
+    let stream = resuming_sse_stream(
+        None,
+        cut_after("7f3a_1"),
+        script,
+        StreamScope::Request,
+        backoff(None, 1000),
+        ResumeConfig::default(),
+    );
+    let start = Instant::now();
+    let (_, error) = drain(stream).await;
+    let (gets, took) = (log.entries().len(), start.elapsed());
+    let kind = error.as_ref().map(|e| ResumeFailure::of(e).kind);
+    assert_eq!(kind, Some(ResumeFailureKind::Exhausted), "{error:?}");
+    let bound = conflict_bound(CONFLICT_WAIT, ResumeConfig::DEFAULT_MAX_DELAY);
+    assert!(
+        gets <= bound,
+        "{gets} GETs (bound {bound}): {:?}",
+        log.gaps()
+    );
+    // Given up no sooner than a spacing before the wait's end, and no later
+    // than the deadline.
+    let deadline = ResumeConfig::DEFAULT_RESUME_DEADLINE;
+    assert!(
+        took >= CONFLICT_WAIT - Duration::from_secs(10) && took <= deadline,
+        "gave up after {took:?} and {gets} GETs"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn conflicts_for_ever_end_at_the_conflict_wait_under_a_longer_deadline() {
+    // With a longer resume deadline, the conflict wait itself ends the
+    // call: at the first 409 answered 2 min or more after the first, and
+    // the failure names the 409.
+    let (script, log) = Script::new(vec![], || Answer::Status(409));
+    let config = ResumeConfig::default().with_resume_deadline(Duration::from_secs(600));
+    let stream = resuming_sse_stream(
+        None,
+        cut_after("7f3a_1"),
+        script,
+        StreamScope::Request,
+        backoff(None, 1000),
+        config,
+    );
+    let start = Instant::now();
+    let (_, error) = drain(stream).await;
+    let (gets, took) = (log.entries().len(), start.elapsed());
+    assert!(
+        matches!(
+            &error,
+            Some(ResumeStreamError::Exhausted { last, .. })
+                if matches!(**last, Attempt::Connect(Status(409, _)))
+        ),
+        "{error:?} after {took:?} and {gets} GETs"
+    );
+    let bound = conflict_bound(CONFLICT_WAIT, ResumeConfig::DEFAULT_MAX_DELAY);
+    assert!(
+        gets <= bound,
+        "{gets} GETs (bound {bound}): {:?}",
+        log.gaps()
+    );
+    assert!(
+        took >= CONFLICT_WAIT && took <= CONFLICT_WAIT + Duration::from_secs(10),
+        "gave up after {took:?} and {gets} GETs"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn conflicts_on_the_standalone_stream_are_waited_out() {
+    // The standalone stream meets the same 409s; it keeps its cursor, and
+    // resumes within the spacing's cap once the server lets go (counted as
+    // failures in transit, they ran out at 14 s and the policy's 30 s
+    // delays took over: resumed at 60 s).
+    const HALF_OPEN: Duration = Duration::from_secs(40);
+    let (config, gaps) = recording(ResumeConfig::default());
+    let (script, log) = Script::new(vec![], || {
+        half_open(HALF_OPEN, Answer::Stall(vec![list_changed("13")]))
+    });
+    let stream = resuming_sse_stream(
+        None,
+        cut_after("12"),
+        script,
+        StreamScope::Standalone,
+        backoff(None, 1000),
+        config,
+    );
+    let start = Instant::now();
+    let mut stream = std::pin::pin!(stream);
+    let first = stream.next().await;
+    let (gets, took) = (log.entries().len(), start.elapsed());
+    assert!(matches!(first, Some(Ok(_))), "{first:?}");
+    assert!(seen(&gaps).is_empty(), "{:?}", seen(&gaps));
+    assert!(log.cursors().iter().all(|c| c.as_deref() == Some("12")));
+    let bound = conflict_bound(HALF_OPEN, ResumeConfig::DEFAULT_MAX_DELAY) + 1;
+    assert!(
+        gets <= bound,
+        "{gets} GETs (bound {bound}): {:?}",
+        log.gaps()
+    );
+    assert!(
+        took <= HALF_OPEN + Duration::from_secs(10),
+        "resumed after {took:?} and {gets} GETs: {:?}",
+        log.gaps()
+    );
+}

@@ -22,7 +22,9 @@
 //! - Against any server: the stream ends, within a number of `GET`s and a
 //!   virtual time derived from the config table, with the response or a
 //!   [`ResumeStreamError`]; no run of `GET`s without progress is longer
-//!   than the counts allow; no delay exceeds `max_delay`, and of two
+//!   than the counts allow, plus the `GET`s answered `409` that the
+//!   conflict wait allows (`2 + ⌈log₂ C⌉ + ⌈W / C⌉`, see
+//!   [`Knobs::conflict_bound`]); no delay exceeds `max_delay`, and of two
 //!   connections in a row that brought nothing, at most one is retried at
 //!   once (the first retry after progress is immediate, by the table).
 //! - Nothing is delivered twice and nothing is lost silently, wherever the
@@ -57,6 +59,11 @@ const HOLD: Duration = Duration::from_secs(5);
 
 /// The machine's floor for every wait it makes (`MIN_DELAY` there).
 const MIN_DELAY: Duration = Duration::from_secs(1);
+
+/// The widest spacing the table allows between `GET`s answered `409`
+/// (`ResumeConfig::conflict_wait`'s docs): 1 s doubling up to this, or
+/// `max_delay` if less.
+const CONFLICT_SPACING_CAP: Duration = Duration::from_secs(10);
 
 // ---------------------------------------------------------------------------
 // The server model
@@ -265,6 +272,7 @@ struct Knobs {
     resume_deadline: Duration,
     silent: Duration,
     connect_timeout: Duration,
+    conflict_wait: Duration,
 }
 
 impl Knobs {
@@ -280,6 +288,7 @@ impl Knobs {
             .with_resume_deadline(self.resume_deadline)
             .with_silent_resume_timeout(self.silent)
             .with_connect_timeout(self.connect_timeout)
+            .with_conflict_wait(self.conflict_wait)
             .with_id_rules(rules)
     }
 
@@ -305,13 +314,31 @@ impl Knobs {
     /// policy, the two counts (each below its limit until the last
     /// attempt; an acknowledgement resets the count of failed resumes, so
     /// it may go round once per failure in transit).
+    ///
+    /// `409`s are not counted: they are waited out by time, and add
+    /// [`conflict_bound`](Self::conflict_bound) to the run.
     fn run_bound(&self) -> usize {
         let (resumes, transit) = (
             self.max_failed_resumes.max(1),
             self.max_transport_failures.max(1),
         );
-        let counts = resumes * transit + resumes + transit;
+        let counts = resumes * transit + resumes + transit + self.conflict_bound();
         self.max_times.map_or(counts, |m| counts.min(m + 1))
+    }
+
+    /// The most `GET`s answered `409` in a run without progress, by the
+    /// table's formula `2 + ⌈log₂(C / 1 s)⌉ + ⌈W / C⌉`: `C` the spacing's
+    /// cap, `W` the conflict wait, or the resume deadline if less (a
+    /// request stream asks nothing past its deadline, which runs from
+    /// before the first `409`). After the first `409`, at most one wait is
+    /// nothing, the next ⌈log₂ C⌉ double from 1 s, and ⌈W / C⌉ more of `C`
+    /// each reach `W`, where the next `409` ends the run.
+    fn conflict_bound(&self) -> usize {
+        let cap = CONFLICT_SPACING_CAP.min(self.max_delay()).as_secs().max(1);
+        let doubling = cap.next_power_of_two().trailing_zeros() as usize;
+        let wait = self.conflict_wait.min(self.resume_deadline);
+        let capped = usize::try_from(wait.as_secs().div_ceil(cap)).unwrap_or(usize::MAX);
+        (2 + doubling).saturating_add(capped)
     }
 }
 
@@ -380,6 +407,8 @@ fn promised(case: &Case) -> bool {
     }
     let (mut transit, mut resumes, mut bad, mut spent) =
         (usize::from(s.post.breaks()), 0, 0, Duration::ZERO);
+    // Since the run's first `409`: at most this long (`None`: none yet).
+    let mut conflicted: Option<Duration> = None;
     for fault in s.resumes.iter().chain([&s.tail]) {
         let new = fault.events().min(n - pos);
         let polled = matches!(fault, Fault::Poll { priming, .. }
@@ -395,10 +424,20 @@ fn promised(case: &Case) -> bool {
                 return true;
             }
             (transit, resumes, bad, spent) = (usize::from(fault.breaks()), 0, 0, Duration::ZERO);
+            conflicted = None;
         } else {
             bad += 1;
+            if let Some(waited) = conflicted.as_mut() {
+                *waited += k.max_delay() + fault.duration(k.connect_timeout);
+            }
             match fault {
                 Fault::Poll { .. } => resumes += 1,
+                // Not counted, but waited out only for the conflict wait.
+                Fault::Status { code: 409, .. } => {
+                    if *conflicted.get_or_insert(Duration::ZERO) + margin >= k.conflict_wait {
+                        return false;
+                    }
+                }
                 _ => transit += 1,
             }
             spent += k.max_delay() + fault.duration(k.connect_timeout);
@@ -1156,6 +1195,7 @@ fn knobs() -> impl Strategy<Value = Knobs> {
         secs(vec![30, 120]),
         secs(vec![2, 5, 10]),
         secs(vec![5, 30]),
+        secs(vec![0, 10, 60, 120]),
     )
         .prop_map(
             |(
@@ -1168,6 +1208,7 @@ fn knobs() -> impl Strategy<Value = Knobs> {
                 resume_deadline,
                 silent,
                 connect_timeout,
+                conflict_wait,
             )| Knobs {
                 max_failed_resumes,
                 max_transport_failures,
@@ -1178,6 +1219,7 @@ fn knobs() -> impl Strategy<Value = Knobs> {
                 resume_deadline,
                 silent,
                 connect_timeout,
+                conflict_wait,
             },
         )
 }
@@ -1281,9 +1323,54 @@ fn a_deadline_never_turns_a_short_quiet_resume_into_progress() {
             resume_deadline: Duration::from_secs(30),
             silent: Duration::from_secs(2),
             connect_timeout: Duration::from_secs(5),
+            conflict_wait: Duration::from_secs(120),
         },
     };
     if let Err(failure) = check(&case) {
         panic!("{failure}");
+    }
+}
+
+/// Issue #42's finding 9, as the model sees it: a server that answers every
+/// resume `409` for ever, with `max_delay` at its floor (1 s). Waiting
+/// `409`s out by time once broke the model's bound on `GET`s without
+/// progress, which counted them as failures in transit (30 `GET`s in 29 s);
+/// the bound is now the table's formula, `2 + ⌈log₂ C⌉ + ⌈W / C⌉` with the
+/// cap `C` at 1 s: 122 for the two minutes.
+#[test]
+fn conflicts_for_ever_stay_within_the_formula_at_the_smallest_max_delay() {
+    for (max_delay, conflict_wait) in [(1, 120), (30, 120), (5, 10), (30, 0)] {
+        let case = Case {
+            server: Server {
+                scheme: Scheme::Prefixed {
+                    stream_id: "7f3a".to_owned(),
+                },
+                events: 3,
+                post: Fault::Cut {
+                    events: 1,
+                    after: Duration::ZERO,
+                },
+                resumes: vec![],
+                tail: Fault::Status {
+                    code: 409,
+                    retry_after: None,
+                },
+            },
+            knobs: Knobs {
+                max_failed_resumes: 3,
+                max_transport_failures: 5,
+                max_times: None,
+                base_ms: 1000,
+                doubling: true,
+                max_delay: Duration::from_secs(max_delay),
+                resume_deadline: Duration::from_secs(120),
+                silent: Duration::from_secs(10),
+                connect_timeout: Duration::from_secs(30),
+                conflict_wait: Duration::from_secs(conflict_wait),
+            },
+        };
+        if let Err(failure) = check(&case) {
+            panic!("max_delay {max_delay} s, conflict_wait {conflict_wait} s: {failure}");
+        }
     }
 }

@@ -145,6 +145,7 @@ pub(super) fn opening_retryable<C: StreamableHttpClient>(
         || matches!(
             connector.classify(error),
             ReconnectDisposition::Retry
+                | ReconnectDisposition::Conflict
                 | ReconnectDisposition::Busy
                 | ReconnectDisposition::ServerError
         )

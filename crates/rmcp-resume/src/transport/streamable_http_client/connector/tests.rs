@@ -31,8 +31,8 @@ fn statuses_map_to_dispositions() {
     assert_eq!(of(400), ReconnectDisposition::CursorRejected);
     assert_eq!(
         of(409),
-        ReconnectDisposition::Retry,
-        "the TypeScript SDK's cleanup race"
+        ReconnectDisposition::Conflict,
+        "the TypeScript SDK's cleanup race, or a half-open connection"
     );
     assert_eq!(of(503), ReconnectDisposition::Busy);
     assert_eq!(of(502), ReconnectDisposition::Retry);
