@@ -166,7 +166,11 @@ async fn after_a_failover_that_lost_a_takeover_the_lost_owners_cursor_gets_the_f
     let get = on_a.get(None).await.expect("GET on A");
     assert_eq!(get.status(), 200);
     let mut reader = SseReader::new(get);
-    reader.next().await.expect("in time").expect("A's priming frame");
+    reader
+        .next()
+        .await
+        .expect("in time")
+        .expect("A's priming frame");
     announce(&mut on_a, 2).await;
     let by_a = standalone_events(&mut reader, 2).await;
     drop(reader);
@@ -181,7 +185,11 @@ async fn after_a_failover_that_lost_a_takeover_the_lost_owners_cursor_gets_the_f
     let get = on_b.get(None).await.expect("GET on B");
     assert_eq!(get.status(), 200);
     let mut reader = SseReader::new(get);
-    reader.next().await.expect("in time").expect("B's priming frame");
+    reader
+        .next()
+        .await
+        .expect("in time")
+        .expect("B's priming frame");
     announce(&mut on_b, 2).await;
     let by_b = standalone_events(&mut reader, 2).await;
     drop(reader);
@@ -196,7 +204,11 @@ async fn after_a_failover_that_lost_a_takeover_the_lost_owners_cursor_gets_the_f
     let get = on_c.get(None).await.expect("GET on C");
     assert_eq!(get.status(), 200);
     let mut reader = SseReader::new(get);
-    reader.next().await.expect("in time").expect("C's priming frame");
+    reader
+        .next()
+        .await
+        .expect("in time")
+        .expect("C's priming frame");
     announce(&mut on_c, 3).await;
     let by_c = standalone_events(&mut reader, 3).await;
     drop(reader);
@@ -239,7 +251,10 @@ async fn after_a_failover_that_lost_a_takeover_the_lost_owners_cursor_gets_the_f
         "{notice}"
     );
     let replayed = standalone_events(&mut reader, 3).await;
-    assert_eq!(replayed, by_c, "A's cursor {a_last} goes on with C's events");
+    assert_eq!(
+        replayed, by_c,
+        "A's cursor {a_last} goes on with C's events"
+    );
 }
 
 /// A quick `tools/call` with id `id`.

@@ -10,7 +10,8 @@ use rmcp_resume_testkit::redis::RedisServer;
 
 mod common;
 use common::{
-    commit_at, config, connect, expire_lease, lose_everything, owned, raw, standalone_head, take_over,
+    commit_at, config, connect, expire_lease, lose_everything, owned, raw, standalone_head,
+    take_over,
 };
 
 fn renewal(epoch: u64, standalone_head: u64, live: bool) -> Renewal {
@@ -229,12 +230,24 @@ async fn an_index_another_epoch_wrote_is_refused_not_skipped() {
     // A retry of B's own batch is still a retry (B's ids start at its
     // segment, where its takeover put the head).
     let b_first = standalone_head(&session).await;
-    commit_at(&session, lease_b, StreamId::Standalone, b_first, "{\"by\":\"b\"}")
-        .await
-        .expect("B's first event");
-    let retried = commit_at(&session, lease_b, StreamId::Standalone, b_first, "{\"by\":\"b\"}")
-        .await
-        .expect("B's retry");
+    commit_at(
+        &session,
+        lease_b,
+        StreamId::Standalone,
+        b_first,
+        "{\"by\":\"b\"}",
+    )
+    .await
+    .expect("B's first event");
+    let retried = commit_at(
+        &session,
+        lease_b,
+        StreamId::Standalone,
+        b_first,
+        "{\"by\":\"b\"}",
+    )
+    .await
+    .expect("B's retry");
     assert_eq!(retried.last, None, "the retry wrote again: {retried:?}");
 }
 

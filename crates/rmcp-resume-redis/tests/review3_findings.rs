@@ -297,7 +297,10 @@ async fn a_failover_that_lost_a_takeover_never_continues_the_lost_history() {
         "A's cursor {a_last} got {answer:?}"
     );
     let replayed: Vec<u64> = after_a.events.iter().map(|e| e.index).collect();
-    assert_eq!(replayed, by_c, "A's cursor {a_last} goes on with C's events");
+    assert_eq!(
+        replayed, by_c,
+        "A's cursor {a_last} goes on with C's events"
+    );
 }
 
 /// Finding 3 (the contested lease, but on a commit). D1's race exactly as
@@ -327,9 +330,15 @@ async fn a_lower_epochs_provisional_seeding_does_not_fence_the_live_owner() {
     };
     // B's ids start where the takeover put the head (its segment).
     let b_first = standalone_head(&session).await;
-    commit_at(&session, lease_b, StreamId::Standalone, b_first, "{\"by\":\"b\"}")
-        .await
-        .expect("B's first event");
+    commit_at(
+        &session,
+        lease_b,
+        StreamId::Standalone,
+        b_first,
+        "{\"by\":\"b\"}",
+    )
+    .await
+    .expect("B's first event");
     let mut conn = raw(&server).await;
     let _: () = redis::cmd("FLUSHALL")
         .query_async(&mut conn)
