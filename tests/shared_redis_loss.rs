@@ -72,6 +72,9 @@ async fn after_redis_restarts_empty_a_stale_owner_never_continues_anothers_histo
     std::thread::sleep(LEASE + LEASE / 2);
 
     // B takes the session over with a POST, and a client reads its events.
+    // (The POST comes first: a takeover starts the standalone stream's ids
+    // at a new segment, and a stream opened before it ends there.)
+    announce(&mut on_b, 0).await;
     let get = on_b.get(None).await.expect("GET on B");
     assert_eq!(get.status(), 200);
     let mut standalone = SseReader::new(get);
@@ -140,6 +143,118 @@ async fn after_redis_restarts_empty_a_stale_owner_never_continues_anothers_histo
     assert_eq!(notice["complete"], true, "{notice}");
     let replayed = standalone_events(&mut reader, 3).await;
     assert_eq!(replayed, [primed + 1, primed + 2, primed + 3]);
+}
+
+/// Review 3, finding 2, over HTTP: three instances of the `server` example
+/// on one redis-server. A owns the session, a client reads A's standalone
+/// events, and A dies. B takes the session over with a `POST`, a client
+/// reads B's events, and B dies. The primary then fails over to a replica
+/// that never got B's takeover (the test puts back the keys Redis held
+/// before it, as such a replica would hold them). C takes the session over
+/// and sends its own events. Before the fix, C gave out B's standalone ids
+/// again: a client holding B's last event resumed on C with `200`, a
+/// complete notice and C's next event. Now it is told of the floor
+/// (`complete:false`); a client holding A's last event, which never got
+/// B's, goes on with C's events, the notice naming the jump (`next`).
+#[tokio::test]
+async fn after_a_failover_that_lost_a_takeover_the_lost_owners_cursor_gets_the_floor() {
+    let redis = RedisServer::start();
+    let mut a = instance(&redis, "30000");
+    let mut b = instance(&redis, "30000");
+    let c = instance(&redis, "30000");
+    let mut on_a = RawSession::open(&a.url).await.expect("session on A");
+    let get = on_a.get(None).await.expect("GET on A");
+    assert_eq!(get.status(), 200);
+    let mut reader = SseReader::new(get);
+    reader
+        .next()
+        .await
+        .expect("in time")
+        .expect("A's priming frame");
+    announce(&mut on_a, 2).await;
+    let by_a = standalone_events(&mut reader, 2).await;
+    drop(reader);
+    a.signal("KILL");
+    std::thread::sleep(LEASE + LEASE / 2);
+    // What the replica holds: A's history, A's lease expired.
+    let replica = redis.replica().await.expect("the replica's keys");
+
+    // B takes the session over; a client reads B's events.
+    let mut on_b = on_a.at(&b.url);
+    announce(&mut on_b, 0).await;
+    let get = on_b.get(None).await.expect("GET on B");
+    assert_eq!(get.status(), 200);
+    let mut reader = SseReader::new(get);
+    reader
+        .next()
+        .await
+        .expect("in time")
+        .expect("B's priming frame");
+    announce(&mut on_b, 2).await;
+    let by_b = standalone_events(&mut reader, 2).await;
+    drop(reader);
+    b.signal("KILL");
+
+    // The failover: B's takeover and events never reached the replica.
+    redis.fail_over_to(&replica).await.expect("fail over");
+
+    // C takes the session over and sends its own events.
+    let mut on_c = on_a.at(&c.url);
+    announce(&mut on_c, 0).await;
+    let get = on_c.get(None).await.expect("GET on C");
+    assert_eq!(get.status(), 200);
+    let mut reader = SseReader::new(get);
+    reader
+        .next()
+        .await
+        .expect("in time")
+        .expect("C's priming frame");
+    announce(&mut on_c, 3).await;
+    let by_c = standalone_events(&mut reader, 3).await;
+    drop(reader);
+    assert!(by_c.iter().all(|&n| n < 1 << 53), "{by_c:?}");
+
+    // A client holding B's last event: told of the floor, never continued.
+    let b_last = by_b[1];
+    let resumed = on_c
+        .resume(&b_last.to_string())
+        .await
+        .expect("resume B's cursor on C");
+    assert_eq!(resumed.status(), 200);
+    let mut reader = SseReader::new(resumed);
+    let notice = reader.next().await.expect("in time").expect("notice");
+    assert_eq!(notice.event.as_deref(), Some(REPLAY_NOTICE_EVENT));
+    let notice = notice.json().expect("notice json");
+    assert_eq!(
+        notice["complete"], false,
+        "A gave {by_a:?}, B {by_b:?}, C {by_c:?}; B's cursor {b_last} on C: {notice}"
+    );
+    assert!(
+        by_c[0] > b_last,
+        "C gave B's ids again: A {by_a:?}, B {by_b:?}, C {by_c:?}"
+    );
+
+    // A client holding A's last event goes on with C's events.
+    let a_last = by_a[1];
+    let resumed = on_c
+        .resume(&a_last.to_string())
+        .await
+        .expect("resume A's cursor on C");
+    assert_eq!(resumed.status(), 200);
+    let mut reader = SseReader::new(resumed);
+    let notice = reader.next().await.expect("in time").expect("notice");
+    let notice = notice.json().expect("notice json");
+    assert_eq!(notice["complete"], true, "A's cursor {a_last}: {notice}");
+    assert_eq!(
+        notice["next"].as_str(),
+        Some(by_c[0].to_string().as_str()),
+        "{notice}"
+    );
+    let replayed = standalone_events(&mut reader, 3).await;
+    assert_eq!(
+        replayed, by_c,
+        "A's cursor {a_last} goes on with C's events"
+    );
 }
 
 /// A quick `tools/call` with id `id`.

@@ -74,13 +74,14 @@ impl SharedLog for NullLog {
         &'a self,
         _session: &'a str,
         _stream: StreamId,
-        _from: u64,
+        from: u64,
         _count: usize,
     ) -> BoxFuture<'a, Result<SharedSnapshot, SharedLogError>> {
-        Box::pin(async {
+        Box::pin(async move {
             Ok(SharedSnapshot {
                 lookup: StreamLookup::UnknownStream,
                 events: Vec::new(),
+                resume_at: from,
             })
         })
     }

@@ -104,6 +104,7 @@ impl Attached {
             cursor: StreamId::Standalone.event(from.saturating_sub(1)).into(),
             floor: Some(StreamId::Standalone.event(start).into()),
             complete: false,
+            next: None,
         })
     }
 }

@@ -27,6 +27,7 @@
 //! | open, no new event, acknowledged or floor covers the cursor | `Delayed` | wait; silence is backpressure |
 //! | open, no new event, nothing proven | `Delayed` if [`UnprovenPolicy::Lenient`], else `ResumptionFailed(Unproven)` | wait, or escalate |
 //! | first new rmcp id is the successor | `Resumed(Successor)` | deliver, then check each id with [`ContinuityChecker`] |
+//! | first new rmcp id skips ids to the `next` an acknowledging notice named (a shared log's new segment) | `Resumed(Acknowledged)` | deliver, then check each id |
 //! | first new rmcp id skips ids | `ResumptionFailed(Gap)` | escalate, naming the lost ids |
 //! | first new rmcp id is on another stream or earlier (a rewind) | `ResumptionFailed(Discontinuous)` | escalate |
 //! | opaque ids, acknowledged | `Resumed(Acknowledged)` | deliver |

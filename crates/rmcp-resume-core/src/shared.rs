@@ -94,6 +94,12 @@ pub struct SharedSnapshot {
     pub lookup: StreamLookup,
     /// Events from the position asked for on.
     pub events: Vec<SharedEvent>,
+    /// Where a reader at the position asked for goes on: that position, or,
+    /// on the standalone stream, the first index of the segment a takeover
+    /// began when the position follows the last id before that segment (a
+    /// backend whose ids jump at a takeover: no event lies between). A
+    /// backend whose ids never jump answers the position asked for.
+    pub resume_at: u64,
 }
 
 /// Errors of a shared log.
@@ -137,6 +143,17 @@ pub enum SharedLogError {
         stream: StreamId,
         /// The index both histories claim.
         index: u64,
+    },
+    /// The standalone stream's next event begins a takeover's segment: its
+    /// id jumps from `after` to `next`. A live tail ends there, so that the
+    /// reader's resume from `after` is answered with a notice naming the
+    /// jump (see [`ReplayNotice::next`](crate::resumption::ReplayNotice::next)).
+    #[error("a new owner's segment follows event {after}, starting at {next}")]
+    NewSegment {
+        /// The last id before the segment.
+        after: u64,
+        /// The segment's first index.
+        next: u64,
     },
     /// The backend failed (unreachable, timed out, refused).
     #[error("shared log: {0}")]

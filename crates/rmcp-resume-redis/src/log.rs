@@ -143,6 +143,11 @@ pub struct Snapshot {
     /// Events from the position asked for (or from the floor, if that is
     /// later), oldest first.
     pub events: Vec<StoredEvent>,
+    /// Where a reader at the position asked for goes on: that position, or,
+    /// on the standalone stream, the first index of the segment a takeover
+    /// began when the position follows the last id before it (no event lies
+    /// between; see `lua/lease.lua`).
+    pub resume_at: u64,
 }
 
 /// Where an appended event went.
@@ -535,7 +540,7 @@ impl SessionLog {
             .arg(millis(self.log.inner.config.answered_ttl()))
             .invoke_async(&mut self.log.conn())
             .await?;
-        parse_snapshot(&reply)
+        parse_snapshot(&reply, from)
     }
 
     /// Whether Redis knows the session (it has had an owner and was not
@@ -667,21 +672,24 @@ fn text(value: &Value) -> Result<String, RedisLogError> {
     }
 }
 
-fn parse_snapshot(reply: &[Value]) -> Result<Snapshot, RedisLogError> {
+fn parse_snapshot(reply: &[Value], from: u64) -> Result<Snapshot, RedisLogError> {
     let Some((code, rest)) = reply.split_first() else {
         return Err(RedisLogError::Reply("empty read".to_owned()));
     };
-    let lookup = match (integer(code)?, rest) {
-        (0, _) => StreamLookup::SessionLost,
-        (1, _) => StreamLookup::UnknownStream,
-        (2, [floor, head, finished, ..]) => StreamLookup::Found(LogView {
-            floor: integer(floor)?,
-            head: integer(head)?,
-            finished: integer(finished)? == 1,
-        }),
+    let (lookup, resume_at) = match (integer(code)?, rest) {
+        (0, _) => (StreamLookup::SessionLost, from),
+        (1, _) => (StreamLookup::UnknownStream, from),
+        (2, [floor, head, finished, at, ..]) => (
+            StreamLookup::Found(LogView {
+                floor: integer(floor)?,
+                head: integer(head)?,
+                finished: integer(finished)? == 1,
+            }),
+            integer(at)?,
+        ),
         (code, _) => return Err(RedisLogError::Reply(format!("read answered {code}"))),
     };
-    let entries = rest.get(3..).unwrap_or_default();
+    let entries = rest.get(4..).unwrap_or_default();
     let events = entries
         .chunks(2)
         .map(|chunk| match chunk {
@@ -695,5 +703,9 @@ fn parse_snapshot(reply: &[Value]) -> Result<Snapshot, RedisLogError> {
             _ => Err(RedisLogError::Reply("odd event list".to_owned())),
         })
         .collect::<Result<_, _>>()?;
-    Ok(Snapshot { lookup, events })
+    Ok(Snapshot {
+        lookup,
+        events,
+        resume_at,
+    })
 }

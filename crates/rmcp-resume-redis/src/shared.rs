@@ -81,6 +81,7 @@ impl From<TailError> for SharedLogError {
         match error {
             TailError::Evicted { from, floor } => Self::Evicted { from, floor },
             TailError::SessionGone | TailError::StreamGone => Self::Gone,
+            TailError::NewSegment { after, next } => Self::NewSegment { after, next },
             TailError::Log(log) => log.into(),
         }
     }
@@ -229,6 +230,7 @@ impl SharedLog for RedisShared {
             Ok(SharedSnapshot {
                 lookup: snapshot.lookup,
                 events: snapshot.events.into_iter().map(shared).collect(),
+                resume_at: snapshot.resume_at,
             })
         })
     }

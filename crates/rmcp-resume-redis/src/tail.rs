@@ -31,6 +31,18 @@ pub enum TailError {
     /// The request stream is gone from Redis.
     #[error("the stream is gone")]
     StreamGone,
+    /// The standalone stream's next event is the first of a segment a
+    /// takeover began (its id jumps from `after` to `next`). The tail ends
+    /// there rather than send the jump on a stream that promised none: the
+    /// reader's resume from `after` is answered with a notice naming
+    /// `next`.
+    #[error("a new owner's segment follows event {after}, starting at {next}")]
+    NewSegment {
+        /// The last id before the segment.
+        after: u64,
+        /// The segment's first index.
+        next: u64,
+    },
     /// Redis failed.
     #[error(transparent)]
     Log(#[from] RedisLogError),
@@ -127,6 +139,16 @@ impl Tail {
             StreamLookup::UnknownStream => return Err(TailError::StreamGone),
             StreamLookup::Found(view) => view,
         };
+        if snapshot.resume_at > self.next {
+            // The last id before a takeover's segment: nothing lies between,
+            // but the reader was promised the ids one by one (a resume that
+            // starts at a segment starts there, its notice naming the jump).
+            // It hears of the jump on its next resume, from this id.
+            return Err(TailError::NewSegment {
+                after: self.next.saturating_sub(1),
+                next: snapshot.resume_at,
+            });
+        }
         // Every event, not only the first: a hole inside a batch (Redis lost
         // data) ends the tail like a trim, never as a skip.
         let mut events = snapshot.events;

@@ -9,7 +9,10 @@ use rmcp_resume_redis::{LeaseOutcome, RedisLogError, Renewal};
 use rmcp_resume_testkit::redis::RedisServer;
 
 mod common;
-use common::{commit_at, config, connect, expire_lease, lose_everything, owned, raw, take_over};
+use common::{
+    commit_at, config, connect, expire_lease, lose_everything, owned, raw, standalone_head,
+    take_over,
+};
 
 fn renewal(epoch: u64, standalone_head: u64, live: bool) -> Renewal {
     Renewal {
@@ -44,11 +47,13 @@ async fn a_stale_owner_is_never_re_elected_after_redis_loses_its_data() {
     .expect("A's event 1");
     // A is paused past its lease; B takes over.
     let lease_b = take_over(&server, &log, "s", "b").await;
+    // B's ids start where its takeover put the head (its segment).
+    let b2 = standalone_head(&session).await;
     commit_at(
         &session,
         lease_b,
         StreamId::Standalone,
-        2,
+        b2,
         "{\"by\":\"b\",\"n\":2}",
     )
     .await
@@ -72,7 +77,7 @@ async fn a_stale_owner_is_never_re_elected_after_redis_loses_its_data() {
         .expect("A's in-flight renewal");
     assert!(matches!(a_raced, LeaseOutcome::Seeded(_)), "{a_raced:?}");
     let b_renews = session
-        .renew_with("b", renewal(lease_b.epoch, 3, true))
+        .renew_with("b", renewal(lease_b.epoch, b2 + 1, true))
         .await
         .expect("B renews");
     assert_eq!(b_renews, LeaseOutcome::Seeded(lease_b), "B must win");
@@ -81,7 +86,7 @@ async fn a_stale_owner_is_never_re_elected_after_redis_loses_its_data() {
             "b",
             Renewal {
                 confirm: true,
-                ..renewal(lease_b.epoch, 3, true)
+                ..renewal(lease_b.epoch, b2 + 1, true)
             },
         )
         .await
@@ -107,21 +112,21 @@ async fn a_stale_owner_is_never_re_elected_after_redis_loses_its_data() {
         .await
         .expect("read")
         .lookup;
-    let after_b = plan(lookup, RmcpEventId::standalone(2));
+    let after_b = plan(lookup, RmcpEventId::standalone(b2));
     assert!(
-        matches!(after_b, ResumeAnswer::Replay { from: 3, .. }),
+        matches!(after_b, ResumeAnswer::Replay { from, .. } if from == b2 + 1),
         "{after_b:?}"
     );
     let after_a = plan(lookup, RmcpEventId::standalone(1));
     assert!(
-        matches!(after_a, ResumeAnswer::Fallback { floor: 3, .. }),
+        matches!(after_a, ResumeAnswer::Fallback { floor, .. } if floor == b2 + 1),
         "a cursor before the loss is continued as if nothing was lost: {after_a:?}"
     );
     commit_at(
         &session,
         lease_b,
         StreamId::Standalone,
-        3,
+        b2 + 1,
         "{\"by\":\"b\",\"n\":3}",
     )
     .await
@@ -222,13 +227,27 @@ async fn an_index_another_epoch_wrote_is_refused_not_skipped() {
             .all(|e| e.data.as_deref() == Some("{\"by\":\"a\"}")),
         "{events:?}"
     );
-    // A retry of B's own batch is still a retry.
-    commit_at(&session, lease_b, StreamId::Standalone, 3, "{\"by\":\"b\"}")
-        .await
-        .expect("B's event 3");
-    let retried = commit_at(&session, lease_b, StreamId::Standalone, 3, "{\"by\":\"b\"}")
-        .await
-        .expect("B's retry");
+    // A retry of B's own batch is still a retry (B's ids start at its
+    // segment, where its takeover put the head).
+    let b_first = standalone_head(&session).await;
+    commit_at(
+        &session,
+        lease_b,
+        StreamId::Standalone,
+        b_first,
+        "{\"by\":\"b\"}",
+    )
+    .await
+    .expect("B's first event");
+    let retried = commit_at(
+        &session,
+        lease_b,
+        StreamId::Standalone,
+        b_first,
+        "{\"by\":\"b\"}",
+    )
+    .await
+    .expect("B's retry");
     assert_eq!(retried.last, None, "the retry wrote again: {retried:?}");
 }
 

@@ -13,7 +13,7 @@ use rmcp_resume_redis::{LeaseOutcome, RedisLogError, RedisShared, Renewal, Write
 use rmcp_resume_testkit::redis::RedisServer;
 
 mod common;
-use common::{commit_at, config, connect, expire_lease, owned, raw};
+use common::{commit_at, config, connect, expire_lease, owned, raw, standalone_head};
 
 fn renewal(epoch: u64, standalone_head: u64, live: bool) -> Renewal {
     Renewal {
@@ -140,6 +140,31 @@ async fn a_call_opened_by_a_retried_batch_is_not_ended_by_the_reconcile() {
     assert!(!mirror.lost().is_cancelled());
 }
 
+/// Commits `count` standalone events from the head, as an owner's mirror
+/// does with the ids its in-process log gives; returns their ids.
+async fn standalone_events(
+    session: &rmcp_resume_redis::SessionLog,
+    lease: rmcp_resume_redis::Lease,
+    by: &str,
+    count: u64,
+) -> Vec<u64> {
+    let head = standalone_head(session).await;
+    let mut ids = Vec::new();
+    for n in head..head + count {
+        commit_at(
+            session,
+            lease,
+            StreamId::Standalone,
+            n,
+            &format!("{{\"by\":\"{by}\",\"n\":{n}}}"),
+        )
+        .await
+        .expect("a standalone event");
+        ids.push(n);
+    }
+    ids
+}
+
 /// Finding 2 (a lossy failover that loses the takeover itself). A owned
 /// the session; its lease expired; B took it over (epoch eB, a new block of
 /// request stream numbers), answered part of a call and sent standalone
@@ -149,26 +174,19 @@ async fn a_call_opened_by_a_retried_batch_is_not_ended_by_the_reconcile() {
 /// instance C takes the free lease with a new, higher epoch from the clock;
 /// B, the one owner that knows what was lost, is fenced at its next renewal
 /// (`current > held`), so the rule "only a live owner seeds" never applies.
-/// C reserves B's request stream numbers again and writes the standalone
-/// indexes B gave out: a client holding B's cursor `3` (or `1/m`) resumes
-/// with `200` and C's events, no floor, no notice. That is issue 44's
-/// silent divergence (a), and a stream number handed out twice (d).
+/// Each owner gives standalone ids from the head Redis reports when it
+/// takes the session, as the server does. Before the fix, C's head was the
+/// replica's, so C gave out B's ids again: a client holding B's last
+/// standalone id resumed with `200` and C's next event, no floor, no
+/// notice (issue 44's silent divergence). Request stream numbers were
+/// already apart (a takeover numbers its calls from its epoch).
 #[tokio::test]
-#[ignore = "finding 2, standalone part (open): after a failover that lost a takeover, the next owner gives out the standalone indexes the lost owner gave; request stream numbers are no longer reused (a takeover numbers from its epoch)"]
 async fn a_failover_that_lost_a_takeover_never_continues_the_lost_history() {
     let server = RedisServer::start();
     let log = connect(&server, config()).await;
     let session = log.session("s");
     let lease_a = owned(&log, "s", "a").await;
-    commit_at(
-        &session,
-        lease_a,
-        StreamId::Standalone,
-        1,
-        "{\"by\":\"a\",\"n\":1}",
-    )
-    .await
-    .expect("A's event 1");
+    let by_a = standalone_events(&session, lease_a, "a", 2).await;
     let _a_streams = session
         .reserve_streams(lease_a, 64)
         .await
@@ -183,17 +201,7 @@ async fn a_failover_that_lost_a_takeover_never_continues_the_lost_history() {
         LeaseOutcome::Acquired { lease, .. } => lease,
         other => panic!("B did not take over: {other:?}"),
     };
-    for n in 2..=3 {
-        commit_at(
-            &session,
-            lease_b,
-            StreamId::Standalone,
-            n,
-            &format!("{{\"by\":\"b\",\"n\":{n}}}"),
-        )
-        .await
-        .expect("B's standalone event");
-    }
+    let by_b = standalone_events(&session, lease_b, "b", 2).await;
     let m_b = session.open_request(lease_b, "7").await.expect("B's call");
     for i in 0..2 {
         commit_at(
@@ -218,9 +226,13 @@ async fn a_failover_that_lost_a_takeover_never_continues_the_lost_history() {
     assert!(lease_c.epoch > lease_b.epoch, "epochs went back");
     // B renews, live: it is fenced, and stops (what it knew is gone).
     let b_renews = session
-        .renew_with("b", renewal(lease_b.epoch, 4, true))
+        .renew_with("b", renewal(lease_b.epoch, by_b[1] + 1, true))
         .await
         .expect("B renews");
+    assert!(
+        matches!(b_renews, LeaseOutcome::HeldBy { .. }),
+        "{b_renews:?}"
+    );
     // C writes its own history from the replica's state on.
     let m_c = session.open_request(lease_c, "9").await.expect("C's call");
     for i in 0..3 {
@@ -234,38 +246,60 @@ async fn a_failover_that_lost_a_takeover_never_continues_the_lost_history() {
         .await
         .expect("C's call event");
     }
-    for n in 2..=4 {
-        commit_at(
-            &session,
-            lease_c,
-            StreamId::Standalone,
-            n,
-            &format!("{{\"by\":\"c\",\"n\":{n}}}"),
-        )
-        .await
-        .expect("C's standalone event");
-    }
+    let by_c = standalone_events(&session, lease_c, "c", 3).await;
+    // Ids every SDK's client parses exactly (JavaScript numbers).
+    assert!(by_c.iter().all(|&n| n < 1 << 53), "{by_c:?}");
 
-    // What a client of B, holding B's events, is answered on resume.
+    // What a client of B, holding B's last standalone event, is answered
+    // on resume: read for its cursor, as every instance does.
+    let b_last = by_b[1];
     let standalone = session
-        .read(StreamId::Standalone, 0, 16)
+        .read(StreamId::Standalone, b_last + 1, 16)
         .await
         .expect("read");
-    let after_b = plan(standalone.lookup, RmcpEventId::standalone(3));
+    let after_b = plan(standalone.lookup, RmcpEventId::standalone(b_last));
     let call = session
         .read(StreamId::Request(m_b), 0, 16)
         .await
         .expect("read");
     let after_b_call = plan(call.lookup, RmcpEventId::on_request_stream(1, m_b));
-    let continued_standalone = matches!(after_b, ResumeAnswer::Replay { from: 4, .. });
+    let continued_standalone = matches!(after_b, ResumeAnswer::Replay { .. });
     let continued_call = matches!(after_b_call, ResumeAnswer::Replay { from: 2, .. });
     assert!(
         !continued_standalone && !continued_call && m_c != m_b,
-        "B renewed to {b_renews:?}; stream {m_b} (B's call 7) was given again as {m_c} \
-         (C's call 9); a client holding B's standalone cursor 3 gets {after_b:?} and C's \
-         events {:?}; one holding B's cursor 1/{m_b} gets {after_b_call:?} and C's events {:?}",
+        "A gave {by_a:?}, B {by_b:?}, C {by_c:?}; a client holding B's standalone \
+         cursor {b_last} gets {after_b:?} and C's events {:?}; stream {m_b} (B's call 7), \
+         C's call 9 is {m_c}; one holding B's cursor 1/{m_b} gets {after_b_call:?} and \
+         events {:?}",
         standalone.events,
         call.events,
+    );
+    // Told of the floor, at C's first event: what B gave is not there.
+    match after_b {
+        ResumeAnswer::Fallback { from, floor } => {
+            assert_eq!((from, floor), (by_c[0], by_c[0]), "{after_b:?}");
+        }
+        other => panic!("B's cursor {b_last} got {other:?}"),
+    }
+    // Every standalone id C gave is above every id B gave.
+    assert!(by_c[0] > b_last, "A {by_a:?}, B {by_b:?}, C {by_c:?}");
+
+    // A client that had A's last event and never got B's goes on with C's
+    // history: nothing the surviving history holds lies between.
+    let a_last = by_a[1];
+    let after_a = session
+        .read(StreamId::Standalone, a_last + 1, 16)
+        .await
+        .expect("read");
+    let answer = plan(after_a.lookup, RmcpEventId::standalone(a_last));
+    assert!(
+        matches!(answer, ResumeAnswer::Replay { .. }),
+        "A's cursor {a_last} got {answer:?}"
+    );
+    let replayed: Vec<u64> = after_a.events.iter().map(|e| e.index).collect();
+    assert_eq!(
+        replayed, by_c,
+        "A's cursor {a_last} goes on with C's events"
     );
 }
 
@@ -294,9 +328,17 @@ async fn a_lower_epochs_provisional_seeding_does_not_fence_the_live_owner() {
         LeaseOutcome::Acquired { lease, .. } => lease,
         other => panic!("{other:?}"),
     };
-    commit_at(&session, lease_b, StreamId::Standalone, 2, "{\"by\":\"b\"}")
-        .await
-        .expect("B's event 2");
+    // B's ids start where the takeover put the head (its segment).
+    let b_first = standalone_head(&session).await;
+    commit_at(
+        &session,
+        lease_b,
+        StreamId::Standalone,
+        b_first,
+        "{\"by\":\"b\"}",
+    )
+    .await
+    .expect("B's first event");
     let mut conn = raw(&server).await;
     let _: () = redis::cmd("FLUSHALL")
         .query_async(&mut conn)
@@ -309,7 +351,14 @@ async fn a_lower_epochs_provisional_seeding_does_not_fence_the_live_owner() {
         .expect("A's in-flight renewal");
     assert!(matches!(a_raced, LeaseOutcome::Seeded(_)), "{a_raced:?}");
     // B, healthy and live, commits its next event before its next renewal.
-    let b_commits = commit_at(&session, lease_b, StreamId::Standalone, 3, "{\"by\":\"b\"}").await;
+    let b_commits = commit_at(
+        &session,
+        lease_b,
+        StreamId::Standalone,
+        b_first + 1,
+        "{\"by\":\"b\"}",
+    )
+    .await;
     let b_reserves = session.reserve_streams(lease_b, 64).await;
     assert!(
         !matches!(b_commits, Err(RedisLogError::Fenced { current, .. }) if current < lease_b.epoch)

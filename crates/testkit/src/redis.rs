@@ -108,7 +108,58 @@ impl RedisServer {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+
+    /// Every key it holds now, as a replica that stops replicating here
+    /// would hold them (each with its time to live). (The lines' testkits,
+    /// built from these sources, have no Redis client.)
+    #[cfg(not(rmcp_line_1))]
+    pub async fn replica(&self) -> anyhow::Result<Replica> {
+        let mut conn = self.connection().await?;
+        let keys: Vec<Vec<u8>> = redis::cmd("KEYS").arg("*").query_async(&mut conn).await?;
+        let mut held = Vec::new();
+        for key in keys {
+            let ttl: i64 = redis::cmd("PTTL").arg(&key).query_async(&mut conn).await?;
+            let dump: Option<Vec<u8>> = redis::cmd("DUMP").arg(&key).query_async(&mut conn).await?;
+            // A key that expired in between is not held.
+            if let Some(dump) = dump
+                && ttl != -2
+            {
+                held.push((key, ttl.max(0), dump));
+            }
+        }
+        Ok(Replica(held))
+    }
+
+    /// A failover to `replica`: everything written since it stopped
+    /// replicating is gone, and what it held is Redis's state (the same
+    /// server stands in for the promoted replica).
+    #[cfg(not(rmcp_line_1))]
+    pub async fn fail_over_to(&self, replica: &Replica) -> anyhow::Result<()> {
+        let mut conn = self.connection().await?;
+        let () = redis::cmd("FLUSHALL").query_async(&mut conn).await?;
+        for (key, ttl, dump) in &replica.0 {
+            let () = redis::cmd("RESTORE")
+                .arg(key)
+                .arg(*ttl)
+                .arg(dump.as_slice())
+                .arg("REPLACE")
+                .query_async(&mut conn)
+                .await?;
+        }
+        Ok(())
+    }
+
+    #[cfg(not(rmcp_line_1))]
+    async fn connection(&self) -> anyhow::Result<redis::aio::MultiplexedConnection> {
+        Ok(redis::Client::open(self.url())?
+            .get_multiplexed_async_connection()
+            .await?)
+    }
 }
+
+/// What a replica held when it stopped replicating ([`RedisServer::replica`]).
+#[cfg(not(rmcp_line_1))]
+pub struct Replica(Vec<(Vec<u8>, i64, Vec<u8>)>);
 
 impl Drop for RedisServer {
     fn drop(&mut self) {

@@ -856,6 +856,47 @@ async fn standalone_fallback_notice_keeps_the_fresh_stream() {
     assert_eq!(seen(&gaps).len(), 1);
 }
 
+/// A shared log's new segment (issue 44, review 3, finding 2): the resume
+/// of the last id before a takeover's segment goes on at the segment's
+/// first id, which the notice names; that jump is no loss. The same jump
+/// without the name is one.
+#[tokio::test(start_paused = true)]
+async fn a_jump_the_notice_names_is_no_discontinuity() {
+    for (named, reported) in [(true, 0), (false, 1)] {
+        let (config, gaps) = recording(ResumeConfig::default());
+        let notice = Sse {
+            event: Some("mcp-replay".to_owned()),
+            data: Some(if named {
+                r#"{"cursor":"2","floor":"1","complete":true,"next":"1796000000000000"}"#.to_owned()
+            } else {
+                r#"{"cursor":"2","floor":"1","complete":true}"#.to_owned()
+            }),
+            id: None,
+            retry: None,
+        };
+        let (script, _) = Script::new(
+            vec![Answer::Stall(vec![
+                notice,
+                list_changed("1796000000000000"),
+                list_changed("1796000000000001"),
+            ])],
+            || Answer::Stall(vec![]),
+        );
+        let stream = resuming_sse_stream(
+            None,
+            cut_after("2"),
+            script,
+            StreamScope::Standalone,
+            fixed(None, 10),
+            config,
+        );
+        let mut stream = std::pin::pin!(stream);
+        assert!(matches!(stream.next().await, Some(Ok(_))), "named {named}");
+        assert!(matches!(stream.next().await, Some(Ok(_))), "named {named}");
+        assert_eq!(seen(&gaps).len(), reported, "named {named}");
+    }
+}
+
 #[tokio::test(start_paused = true)]
 async fn below_floor_notice_fails_a_request_stream() {
     let (script, _) = Script::new(

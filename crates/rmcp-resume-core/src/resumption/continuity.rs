@@ -155,6 +155,12 @@ impl ResumeVerifier {
         self.outcome.floor = Some(floor);
     }
 
+    /// Records the first event the server said follows the cursor, when it
+    /// is not the cursor's successor (a notice's `next`).
+    pub fn declare_next(&mut self, next: EventCursor) {
+        self.outcome.next = Some(next);
+    }
+
     /// Records the server's in-band acknowledgement.
     pub fn acknowledge(&mut self, ack: Acknowledgement) {
         self.outcome.acknowledgement = Some(ack);

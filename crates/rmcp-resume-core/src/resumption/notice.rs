@@ -28,7 +28,13 @@ pub enum NoticeError {
 ///
 /// On the wire (`data` of an `mcp-replay` event):
 /// `{"cursor":"4/2","floor":"3/2","complete":true}`; `floor` is `null`
-/// when the server retains nothing for that stream.
+/// when the server retains nothing for that stream. A complete replay whose
+/// first event is not the cursor's successor names it in `next`
+/// (`{"cursor":"4","floor":"2","complete":true,"next":"1796000000000000"}`):
+/// on a shared log, a takeover starts the standalone stream's ids at a new
+/// base, and a cursor that is the last id before it goes on there with
+/// nothing in between. A notice without `next` is the notice as it always
+/// was.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReplayNotice {
     /// The `Last-Event-ID` the server received.
@@ -37,6 +43,10 @@ pub struct ReplayNotice {
     pub floor: Option<EventCursor>,
     /// `true` when every event after the cursor follows.
     pub complete: bool,
+    /// On a complete replay, the first event's id when it is not the
+    /// cursor's successor: the ids jump there (a new owner's segment on a
+    /// shared log) and no event lies between.
+    pub next: Option<EventCursor>,
 }
 
 #[derive(serde::Serialize, serde::Deserialize)]
@@ -44,6 +54,8 @@ struct Wire {
     cursor: String,
     floor: Option<String>,
     complete: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    next: Option<String>,
 }
 
 impl ReplayNotice {
@@ -53,6 +65,7 @@ impl ReplayNotice {
             cursor: self.cursor.to_string(),
             floor: self.floor.as_ref().map(ToString::to_string),
             complete: self.complete,
+            next: self.next.as_ref().map(ToString::to_string),
         };
         // Serializing a struct of strings and a bool cannot fail.
         serde_json::to_string(&wire).unwrap_or_default()
@@ -65,6 +78,7 @@ impl ReplayNotice {
             cursor: EventCursor::parse(&wire.cursor)?,
             floor: wire.floor.as_deref().map(EventCursor::parse).transpose()?,
             complete: wire.complete,
+            next: wire.next.as_deref().map(EventCursor::parse).transpose()?,
         })
     }
 

@@ -19,6 +19,20 @@
 //! | request stream answered, everything up to the cursor's successor sent | covered | `Complete` | `204` |
 //! | found | covered | `Replay` strictly after the cursor, then live | `200`, notice `complete: true` |
 //!
+//! On a shared log (several instances, `rmcp-resume-redis`) a takeover
+//! starts the standalone stream's ids at a base derived from its epoch, so
+//! that a failover which loses a whole takeover cannot let the next owner
+//! give the lost owner's ids again: the stream is a list of segments, one
+//! per owner, with a jump between. The backend reads the stream *for the
+//! cursor* ([`SharedSnapshot::resume_at`](crate::shared::SharedSnapshot)),
+//! and [`plan`] decides on that view:
+//!
+//! | Standalone cursor on a shared log | View the backend gives | Answer |
+//! |---|---|---|
+//! | an id the surviving history holds | the stream's | as above |
+//! | the last id before a segment (or that segment's priming id, its start − 1) | floor at most the cursor's successor; events from the segment's start | `Replay` from the segment's start; the notice names it in `next` |
+//! | strictly between those two (an id of an owner whose writes the backend lost) | floor at least the segment's start | `Fallback` from there, notice `complete: false` |
+//!
 //! A request stream's cursor that cannot be honoured is refused: its
 //! response cannot be recovered any other way, so the client must learn at
 //! once. The standalone stream carries on afresh instead, and its first frame
@@ -59,7 +73,9 @@ pub enum StreamLookup {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[must_use]
 pub enum ResumeAnswer {
-    /// Replay every event from `from` (the cursor's successor), then go live.
+    /// Replay every event from `from` (the cursor's successor, or on a
+    /// shared log the first index of the segment a takeover began after the
+    /// cursor: see [`ReplayNotice::next`]), then go live.
     Replay {
         /// First index sent.
         from: u64,
@@ -152,15 +168,19 @@ impl ResumeAnswer {
 
     /// The first frame of a stream answer, for the cursor it answers.
     pub fn notice(&self, cursor: RmcpEventId) -> Option<ReplayNotice> {
-        let (floor, complete) = match self {
-            Self::Replay { floor, .. } => (*floor, true),
-            Self::Fallback { floor, .. } => (*floor, false),
+        let (floor, complete, next) = match self {
+            Self::Replay { floor, from } => {
+                let jump = *from != cursor.index.saturating_add(1);
+                (*floor, true, jump.then(|| cursor.with_index(*from)))
+            }
+            Self::Fallback { floor, .. } => (*floor, false, None),
             _ => return None,
         };
         Some(ReplayNotice {
             cursor: EventCursor::Rmcp(cursor),
             floor: Some(EventCursor::Rmcp(cursor.with_index(floor))),
             complete,
+            next: next.map(EventCursor::Rmcp),
         })
     }
 

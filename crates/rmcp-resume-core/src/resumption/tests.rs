@@ -587,6 +587,7 @@ fn notice_round_trips_and_rejects_bad_ids() {
         cursor: c("7/3"),
         floor: None,
         complete: false,
+        next: None,
     };
     let json = notice.to_json();
     assert_eq!(json, r#"{"cursor":"7/3","floor":null,"complete":false}"#);
@@ -600,6 +601,76 @@ fn notice_round_trips_and_rejects_bad_ids() {
         ReplayNotice::from_json("not json"),
         Err(NoticeError::Json(_))
     ));
+}
+
+/// A shared log's new segment (issue 44, review 3, finding 2): the jump is
+/// named by the notice, only a complete notice names it, and the verdict
+/// accepts exactly the named event after an acknowledgement.
+#[test]
+fn a_named_jump_to_a_new_segment_is_a_resume_and_nothing_else_is() {
+    let cursor = RmcpEventId::standalone(2);
+    let answer = ResumeAnswer::Replay {
+        from: 1_796_000_000_000_000,
+        floor: 1,
+    };
+    let notice = answer.notice(cursor).expect("a notice");
+    assert_eq!(notice.next, Some(c("1796000000000000")));
+    let json = notice.to_json();
+    assert_eq!(
+        json,
+        r#"{"cursor":"2","floor":"1","complete":true,"next":"1796000000000000"}"#
+    );
+    assert_eq!(ReplayNotice::from_json(&json).ok(), Some(notice.clone()));
+    // An ordinary replay's notice is what it always was.
+    let plain = ResumeAnswer::Replay { from: 3, floor: 1 }.notice(cursor);
+    assert_eq!(plain.as_ref().and_then(|n| n.next.clone()), None);
+    assert_eq!(
+        plain.map(|n| n.to_json()).as_deref(),
+        Some(r#"{"cursor":"2","floor":"1","complete":true}"#)
+    );
+    let fallback = ResumeAnswer::Fallback { from: 9, floor: 9 }.notice(cursor);
+    assert_eq!(fallback.and_then(|n| n.next), None);
+
+    let acked = ok(200)
+        .with_acknowledgement(Acknowledgement::Honoured)
+        .with_floor(c("1"));
+    let named = acked.clone().with_next(c("1796000000000000"));
+    let decide_first = |outcome: &ReconnectOutcome, first: &str| {
+        decide(
+            &c("2"),
+            &outcome.clone().with_first_event(c(first)),
+            UnprovenPolicy::Strict,
+        )
+    };
+    assert_eq!(
+        decide_first(&named, "1796000000000000"),
+        Verdict::Resumed(Proof::Acknowledged)
+    );
+    // Any other jump is still a gap: unnamed, or not the named event.
+    for (outcome, first) in [
+        (&acked, "1796000000000000"),
+        (&named, "1796000000000001"),
+        (&named, "5"),
+    ] {
+        assert!(
+            matches!(
+                decide_first(outcome, first),
+                Verdict::ResumptionFailed(ResumptionError::Gap { .. })
+            ),
+            "{first}"
+        );
+    }
+    // A name without an acknowledgement proves nothing.
+    let unacked = ok(200).with_next(c("1796000000000000"));
+    assert!(matches!(
+        decide_first(&unacked, "1796000000000000"),
+        Verdict::ResumptionFailed(ResumptionError::Gap { .. })
+    ));
+    // The successor is still the successor.
+    assert_eq!(
+        decide_first(&named, "3"),
+        Verdict::Resumed(Proof::Successor)
+    );
 }
 
 // ---- properties ----------------------------------------------------------------

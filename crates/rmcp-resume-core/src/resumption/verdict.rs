@@ -62,6 +62,11 @@ pub struct ReconnectOutcome {
     pub first_event: Option<EventCursor>,
     /// Whether the stream ended before `first_event` (or any event) arrived.
     pub closed: bool,
+    /// The first event the server said follows the cursor when it is not
+    /// the cursor's successor (a notice's `next`: a shared log's new
+    /// segment). It vouches for that one event only, and only with the
+    /// server's acknowledgement.
+    pub next: Option<EventCursor>,
 }
 
 impl ReconnectOutcome {
@@ -75,6 +80,7 @@ impl ReconnectOutcome {
             session: SessionContinuity::Durable,
             first_event: None,
             closed: false,
+            next: None,
         }
     }
 
@@ -99,6 +105,12 @@ impl ReconnectOutcome {
     /// Sets the first event received after the cursor.
     pub fn with_first_event(mut self, id: EventCursor) -> Self {
         self.first_event = Some(id);
+        self
+    }
+
+    /// Sets the declared first event after the cursor.
+    pub fn with_next(mut self, next: EventCursor) -> Self {
+        self.next = Some(next);
         self
     }
 
@@ -388,6 +400,11 @@ pub fn decide(cursor: &EventCursor, outcome: &ReconnectOutcome, policy: Unproven
     match (cursor.as_rmcp(), first.as_rmcp()) {
         (Some(c), Some(f)) => match step(c, f) {
             Step::Next => Verdict::Resumed(Proof::Successor),
+            // The jump the server announced with its acknowledgement: the
+            // ids between are no events (a shared log's new segment).
+            Step::Skip { .. } if acknowledged && outcome.next.as_ref() == Some(first) => {
+                Verdict::Resumed(Proof::Acknowledged)
+            }
             Step::Skip { expected, lost } => fail(E::Gap {
                 cursor: cursor_owned(),
                 expected: EventCursor::Rmcp(expected),

@@ -123,6 +123,7 @@ local function state(stream)
   local fields = redis.call('HMGET', meta, 'head', 'floor', 'bytes', 'finished', 'e')
   s = {
     meta = meta,
+    standalone = stream == 's',
     key = base .. 'x:' .. stream,
     -- Redis hands a missing field to Lua as `false`.
     known = fields[1] ~= false,
@@ -147,7 +148,38 @@ local function state(stream)
   return s
 end
 
+-- The standalone stream's ids jump where a takeover began a segment (see
+-- lease.lua), so its events are counted, not its ids, and the oldest is the
+-- first entry at or above the floor, wherever it is. The floor then goes
+-- one past it (into a jump's gap, perhaps: read.lua knows the gaps).
+local function trim_standalone(s)
+  local budget = s.trim
+  local count = redis.call('XLEN', s.key)
+  while count > 1 and budget > 0 do
+    if count <= keep and count <= max and s.bytes <= max_bytes then
+      break
+    end
+    -- '%d': Lua writes a number of 15 digits or more with an exponent.
+    local oldest = redis.call('XRANGE', s.key, string.format('%d-1', s.floor), '+', 'COUNT', 1)[1]
+    if oldest == nil then
+      break
+    end
+    local aged = count > keep and tonumber(oldest[2][4]) + retention < now
+    if not (count > max or s.bytes > max_bytes or aged) then
+      break
+    end
+    redis.call('XDEL', s.key, oldest[1])
+    s.bytes = s.bytes - tonumber(oldest[2][6])
+    s.floor = tonumber(string.match(oldest[1], '^(%d+)-')) + 1
+    count = count - 1
+    budget = budget - 1
+  end
+end
+
 local function trim(s)
+  if s.standalone then
+    return trim_standalone(s)
+  end
   -- Oldest first while the window says so; the newest event always stays,
   -- and one append evicts a bounded number. The oldest event is read only
   -- when a rule may apply: under `keep` events and the caps, none does.
@@ -203,9 +235,10 @@ local function append(stream, at, data)
     end
   end
   -- Strings from the arguments where they exist: Lua's number formatting
-  -- is a large part of a small script's cost. `w` stays for the scripts of
-  -- earlier releases, whose trim reads it.
-  local id = (at ~= '*' and at or tostring(index)) .. '-1'
+  -- is a large part of a small script's cost (and `tostring` writes a
+  -- number of 15 digits or more, a segment's ids, with an exponent). `w`
+  -- stays for the scripts of earlier releases, whose trim reads it.
+  local id = (at ~= '*' and at or string.format('%d', index)) .. '-1'
   local weight = string.len(data) + 32
   if s.packable then
     s.pending[#s.pending + 1] = {index = index, id = id, data = data, weight = weight}

@@ -122,6 +122,7 @@ local function seed(held)
     -- Events from before the loss cannot say where the lost ones went:
     -- a cursor among them gets the floor, never a continuation.
     redis.call('DEL', base .. 'x:s')
+    redis.call('HDEL', meta, 'segs')
     redis.call('HSET', meta, 'head', string.format('%d', standalone),
       'floor', string.format('%d', standalone), 'bytes', 0, 'e', string.format('%d', held))
     redis.call('PEXPIRE', meta, ttl)
@@ -129,6 +130,41 @@ local function seed(held)
   redis.call('SET', seeding, string.format('%d', held), 'PX', ttl)
   hold(held)
   refresh()
+end
+
+-- A takeover starts the standalone stream's new segment at its epoch, as
+-- it numbers its calls: a standalone id then says which owner gave it. A
+-- failover that loses a whole takeover (its epoch and its events, which
+-- clients may have received) can no longer let the next owner give those
+-- ids again: the next owner's epoch, and so its first id, is above every
+-- id the lost owner gave (unless that one gave a million events a second).
+-- The jump is recorded in the stream's state ('segs': 'last:start' pairs,
+-- comma-separated): `last` is the last id Redis held before the segment,
+-- `start` its first. read.lua answers a reader at `last` with `start` (no
+-- event lies between), and a reader at an id strictly between `last` and
+-- `start - 1` (ids of an owner whose writes Redis lost) with the floor.
+-- `start - 1` is the segment's priming id, a position and no event.
+-- Boundaries the floor has passed mean nothing any more and are dropped.
+-- Epochs, in microseconds, stay below 2^53 until 2255: every SDK's client
+-- parses these ids exactly.
+local function new_segment(epoch)
+  local meta = base .. 'm:s'
+  local state = redis.call('HMGET', meta, 'head', 'floor', 'segs')
+  local head = tonumber(state[1] or '1')
+  if head >= epoch then
+    return
+  end
+  local floor = tonumber(state[2] or '1')
+  local kept = {}
+  for last, start in string.gmatch(state[3] or '', '(%d+):(%d+)') do
+    if tonumber(start) >= floor then
+      kept[#kept + 1] = last .. ':' .. start
+    end
+  end
+  kept[#kept + 1] = string.format('%d:%d', head - 1, epoch)
+  redis.call('HSET', meta, 'head', string.format('%d', epoch),
+    'floor', string.format('%d', floor), 'segs', table.concat(kept, ','))
+  redis.call('PEXPIRE', meta, ttl)
 end
 
 if redis.call('EXISTS', base .. 'gone') == 1 then
@@ -224,6 +260,9 @@ if current > 0 then
   local next = base .. 'next'
   if tonumber(redis.call('GET', next) or '0') < epoch then
     redis.call('SET', next, string.format('%d', epoch), 'PX', ttl)
+  end
+  if mode ~= 'fence' then
+    new_segment(epoch)
   end
 end
 local ended = end_open_calls(epoch)

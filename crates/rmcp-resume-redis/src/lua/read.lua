@@ -6,7 +6,21 @@
 -- KEYS[1] the session's epoch key (it names the slot)
 -- ARGV: base, stream, first index, from, count, answered ttl (ms)
 -- Returns {0} when the session is unknown or deleted, {1} when the request stream is,
--- else {2, floor, head, finished, index, data, index, data, ...}.
+-- else {2, floor, head, finished, at, index, data, index, data, ...}.
+--
+-- On the standalone stream, `floor` and `at` are a reader's at position
+-- `from` (its cursor is `from - 1`), across the segments takeovers began
+-- (see lease.lua's 'segs'):
+--   cursor is the last id before a segment   `at` is the segment's start
+--                                            (no event lies between), and
+--                                            `floor` at most `from` unless
+--                                            the segment's start was trimmed
+--   cursor strictly between that id and      `floor` is at least the
+--   the segment's priming id (start - 1)     segment's start: an owner whose
+--                                            writes Redis lost gave it
+--   otherwise                                `at` is `from`, `floor` the
+--                                            stream's
+-- Elsewhere `at` is `from`.
 local base, stream = ARGV[1], ARGV[2]
 if redis.call('EXISTS', KEYS[1]) == 0 or redis.call('EXISTS', base .. 'gone') == 1 then
   return {0}
@@ -23,8 +37,28 @@ else
   floor, head, finished = tonumber(fields[1]), tonumber(fields[2]), tonumber(fields[3] or '0')
   packed = fields[4] == '1'
 end
-local out = {2, floor, head, finished}
-local from = math.max(tonumber(ARGV[4]), floor)
+-- `at` goes back as the digits it came in (or a segment's start): `from`
+-- may be 2^64 - 1, which a Lua number does not hold exactly.
+local at, at_digits = tonumber(ARGV[4]), ARGV[4]
+if stream == 's' and packed == false then
+  local segs = redis.call('HGET', meta, 'segs')
+  if segs then
+    local cursor, asked = at - 1, floor
+    for last, start in string.gmatch(segs, '(%d+):(%d+)') do
+      local l, s = tonumber(last), tonumber(start)
+      if cursor == l then
+        at, at_digits = s, start
+        if asked <= s then
+          floor = math.min(asked, cursor + 1)
+        end
+      elseif cursor > l and cursor < s - 1 then
+        floor = math.max(floor, s)
+      end
+    end
+  end
+end
+local out = {2, floor, head, finished, at_digits}
+local from = math.max(at, floor)
 if finished == 1 and from < head and redis.call('PTTL', meta) < tonumber(ARGV[6]) then
   redis.call('PEXPIRE', meta, ARGV[6])
   redis.call('PEXPIRE', base .. 'x:' .. stream, ARGV[6])
@@ -42,7 +76,10 @@ if from < head and packed then
   end
 elseif from < head then
   local key = base .. 'x:' .. stream
-  for _, entry in ipairs(redis.call('XRANGE', key, from .. '-1', '+', 'COUNT', ARGV[5])) do
+  -- '%d': Lua writes a number of 15 digits or more (a segment's ids) with an
+  -- exponent.
+  local first = string.format('%d-1', from)
+  for _, entry in ipairs(redis.call('XRANGE', key, first, '+', 'COUNT', ARGV[5])) do
     out[#out + 1] = string.match(entry[1], '^(%d+)-')
     out[#out + 1] = entry[2][2]
   end

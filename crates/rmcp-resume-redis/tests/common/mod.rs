@@ -101,6 +101,25 @@ pub async fn take_over(
     }
 }
 
+/// The standalone stream's head as an owner reads it when it takes the
+/// session (the server's `take_ownership`): its first event gets this id.
+/// A takeover moves it to the takeover's epoch (its segment's start).
+pub async fn standalone_head(session: &rmcp_resume_redis::SessionLog) -> u64 {
+    match session
+        .read(
+            rmcp_resume_core::resumption::StreamId::Standalone,
+            u64::MAX,
+            1,
+        )
+        .await
+        .expect("read the head")
+        .lookup
+    {
+        StreamLookup::Found(view) => view.head,
+        other => panic!("no standalone stream: {other:?}"),
+    }
+}
+
 /// Redis restarted without persistence: every key is gone.
 pub async fn lose_everything(server: &RedisServer) {
     let mut conn = raw(server).await;

@@ -225,6 +225,37 @@ pub async fn stream_floor(
     .await
 }
 
+/// The standalone stream's floor for a reader at `cursor`, from what Redis
+/// holds: its first entry after the cursor (never below the stream's
+/// `floor`), or `u64::MAX` when it holds none after it (no claim can hide
+/// an event then). `None`: no state for the stream. Ids jump where a
+/// takeover began a segment, so the ids between two entries may be no
+/// events at all: only an entry proves one.
+pub async fn standalone_floor_after(
+    conn: &mut Conn,
+    session: &str,
+    cursor: u64,
+) -> anyhow::Result<Option<u64>> {
+    let base = format!("{PREFIX}:{{{session}}}:");
+    let Some(floor) = stream_floor(conn, session, None).await? else {
+        return Ok(None);
+    };
+    let first: Vec<(String, Vec<(String, String)>)> = ask(
+        conn,
+        redis::cmd("XRANGE")
+            .arg(format!("{base}x:s"))
+            .arg(format!("{}-1", cursor.saturating_add(1)))
+            .arg("+")
+            .arg("COUNT")
+            .arg(1),
+    )
+    .await?;
+    let held = first
+        .first()
+        .and_then(|(id, _)| id.split('-').next()?.parse::<u64>().ok());
+    Ok(Some(held.map_or(u64::MAX, |index| index.max(floor))))
+}
+
 /// How many reads the live audit has in flight at once.
 const LIVE_READERS: usize = 4;
 /// How often one question is retried while Redis does not answer.
@@ -299,6 +330,13 @@ pub async fn live(
                                 .await
                                 .map(Answer::Event)
                         }
+                        Question::Floor {
+                            stream: None,
+                            cursor: Some(cursor),
+                            ..
+                        } => standalone_floor_after(&mut c, &session, *cursor)
+                            .await
+                            .map(Answer::Floor),
                         Question::Floor { stream, .. } => stream_floor(&mut c, &session, *stream)
                             .await
                             .map(Answer::Floor),

@@ -40,7 +40,7 @@
 //! call that could have cost its owner: one of an instance, or one that
 //! reached the session's keys ([`Applied::touches_keys`]).
 
-use std::collections::HashSet;
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::fmt;
 use std::time::Duration;
 
@@ -554,16 +554,58 @@ pub fn check(history: &History, faults: &[Applied], bounds: Bounds) -> Vec<Anoma
     let mut anomalies = Vec::new();
     let deleted = deletes(history);
     let sent = delete_sent(history);
+    let books = standalone_books(history);
     for chain in &history.chains {
         let entries: Vec<&Entry> = history.of_chain(chain.id).collect();
         let sent = sent.get(chain.session.as_str()).copied();
-        check_chain(chain, &entries, faults, bounds, sent, &mut anomalies);
+        let received = books.get(chain.session.as_str());
+        check_chain(
+            chain,
+            &entries,
+            faults,
+            bounds,
+            sent,
+            received,
+            &mut anomalies,
+        );
         if let Some(deleted) = deleted.get(chain.session.as_str()).copied() {
             stopped(chain, &entries, deleted, bounds, &mut anomalies);
         }
     }
     anomalies.extend(audits(history, faults));
     anomalies
+}
+
+/// Every standalone event (an id with data) any client received, by
+/// session: the checker's own books of which standalone ids were events.
+/// A standalone stream's ids jump where a takeover began a segment; a jump
+/// over ids none of which any client ever received as an event skips
+/// nothing anyone was given (the product's notices and floors are never
+/// asked).
+fn standalone_books(history: &History) -> HashMap<&str, BTreeSet<u64>> {
+    let mut books: HashMap<&str, BTreeSet<u64>> = HashMap::new();
+    for chain in &history.chains {
+        if chain.kind != ChainKind::Standalone {
+            continue;
+        }
+        for entry in history.of_chain(chain.id) {
+            if let Step::Frame {
+                id: Some(id),
+                data: Some(_),
+                event,
+                ..
+            } = &entry.step
+                && event.as_deref() != Some("mcp-replay")
+                && let Some((index, None)) = parse_id(id)
+            {
+                books
+                    .entry(chain.session.as_str())
+                    .or_default()
+                    .insert(index);
+            }
+        }
+    }
+    books
 }
 
 /// When each session the clients deleted was first answered `2xx` to its
@@ -668,6 +710,8 @@ fn check_chain(
     bounds: Bounds,
     // When the client's first DELETE of the session left, if it did.
     delete_sent: Option<Ms>,
+    // The session's standalone events any client received.
+    received: Option<&BTreeSet<u64>>,
     out: &mut Vec<Anomaly>,
 ) {
     let at = |k: usize| At {
@@ -855,7 +899,11 @@ fn check_chain(
                             && current.as_ref().is_some_and(|n| {
                                 n.complete == Some(false) && n.floor.is_some_and(|f| f >= index)
                             });
-                        if !announced {
+                        // A new owner's segment: the ids jumped over were
+                        // never an event any client of the session got.
+                        let segment = chain.kind == ChainKind::Standalone
+                            && received.is_none_or(|r| r.range(next..index).next().is_none());
+                        if !announced && !segment {
                             out.push(Anomaly::SilentGap {
                                 at: at(k),
                                 expected: next,
@@ -1521,10 +1569,30 @@ mod tests {
                 outcome: Outcome::Closed,
             },
         ];
-        for step in steps {
+        for step in steps.clone() {
             rec.record(0, Some(chain), step);
         }
+        // Event 6 went to another client of the session: 5 to 8 skipped it.
+        let other = rec.chain(1, "s", 0, ChainKind::Standalone);
+        rec.record(1, Some(other), open(1, None, 200, None));
+        rec.record(1, Some(other), frame(1, "6", Some("{}")));
+        rec.record(
+            1,
+            Some(other),
+            Step::End {
+                outcome: Outcome::Closed,
+            },
+        );
         assert_eq!(kinds(&rec.snapshot()), vec!["silent-gap"]);
+
+        // Nobody ever got an event between 5 and 8: a new owner's segment
+        // (a takeover starts its standalone ids at its epoch) is no gap.
+        let alone = Recorder::new(std::time::Instant::now());
+        let chain = alone.chain(0, "s", 0, ChainKind::Standalone);
+        for step in steps {
+            alone.record(0, Some(chain), step);
+        }
+        assert_eq!(kinds(&alone.snapshot()), Vec::<&str>::new());
     }
 
     #[test]
@@ -2025,6 +2093,7 @@ mod tests {
             claimed_at: 40,
             stream: Some(0),
             claimed: 5,
+            cursor: None,
         };
         // Believed, the refusal was fine; Redis kept everything from 1 on.
         assert_eq!(found(&refused, &[]), Vec::<&str>::new());
@@ -2053,6 +2122,7 @@ mod tests {
                 claimed_at: 35,
                 stream: Some(0),
                 claimed: 7,
+                cursor: None,
             },
             Answer::Floor(Some(0)),
             36,

@@ -172,12 +172,16 @@ pub enum Question {
     /// Is `stream`'s floor in Redis at least `claimed`, as a refusal or a
     /// replay notice said at `claimed_at`? A floor only rises while Redis
     /// keeps its data, so a lower floor read later means the claim was
-    /// not Redis's.
+    /// not Redis's. On the standalone stream, whose ids jump where a
+    /// takeover began a segment, the floor for `cursor` is the first event
+    /// Redis holds after it: a claim above that hides an event Redis has,
+    /// a claim over ids Redis holds no event at is no loss it hides.
     Floor {
         chain: ChainId,
         claimed_at: Ms,
         stream: Option<u64>,
         claimed: u64,
+        cursor: Option<u64>,
     },
 }
 
@@ -351,12 +355,18 @@ fn question(chain: ChainId, t: Ms, step: &Step) -> Option<Question> {
     use super::checker::{notice_floor, parse_id, refusal_floor};
     match step {
         Step::Frame { event, data, .. } if event.as_deref() == Some("mcp-replay") => {
-            let (claimed, stream) = notice_floor(data.as_deref()?)?;
+            let data = data.as_deref()?;
+            let (claimed, stream) = notice_floor(data)?;
+            let cursor = serde_json::from_str::<serde_json::Value>(data)
+                .ok()
+                .and_then(|json| json["cursor"].as_str().and_then(parse_id))
+                .map(|(n, _)| n);
             Some(Question::Floor {
                 chain,
                 claimed_at: t,
                 stream,
                 claimed,
+                cursor,
             })
         }
         Step::Frame {
@@ -376,14 +386,20 @@ fn question(chain: ChainId, t: Ms, step: &Step) -> Option<Question> {
         Step::Open {
             status: Some(400),
             body: Some(body),
+            via,
             ..
         } => {
             let (claimed, stream) = refusal_floor(body)?;
+            let cursor = match via {
+                Via::Resume { cursor, .. } => parse_id(cursor).map(|(n, _)| n),
+                _ => None,
+            };
             Some(Question::Floor {
                 chain,
                 claimed_at: t,
                 stream,
                 claimed,
+                cursor,
             })
         }
         _ => None,

@@ -189,6 +189,9 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
         if let Some(floor) = notice.floor.clone() {
             verifier.declare_floor(floor);
         }
+        if let Some(next) = notice.next.clone() {
+            verifier.declare_next(next);
+        }
         verifier.acknowledge(notice.acknowledgement());
         match verifier.verdict() {
             // The server already opened a fresh standalone stream: keep it,

@@ -238,11 +238,17 @@ impl<S: crate::fork::SessionService + Send + 'static, M: SessionManager>
     ) -> bool {
         match local {
             ResumeAnswer::UnknownStream | ResumeAnswer::BelowFloor { .. } => true,
-            ResumeAnswer::Fallback { .. } => match shared.read(session, id.stream_id(), 0, 1).await
-            {
-                Ok(snapshot) => matches!(plan(snapshot.lookup, id), ResumeAnswer::Replay { .. }),
-                Err(_) => false,
-            },
+            ResumeAnswer::Fallback { .. } => {
+                // Read for the cursor, as `shared_get` does: the last id
+                // before a takeover's segment goes on at the segment.
+                let from = super::shared::read_from(id);
+                match shared.read(session, id.stream_id(), from, 1).await {
+                    Ok(snapshot) => {
+                        matches!(plan(snapshot.lookup, id), ResumeAnswer::Replay { .. })
+                    }
+                    Err(_) => false,
+                }
+            }
             _ => false,
         }
     }
@@ -300,6 +306,7 @@ impl<S: crate::fork::SessionService + Send + 'static, M: SessionManager>
                             cursor,
                             floor: None,
                             complete: false,
+                            next: None,
                         };
                         self.resumed(session, notice, Box::pin(stream))
                     }

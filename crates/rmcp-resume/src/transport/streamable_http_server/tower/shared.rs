@@ -11,7 +11,7 @@ use super::responses::{BoxResponse, cursor_error, frame, not_found};
 use super::stats::Counter;
 use crate::line::EventStream;
 use crate::model::ServerJsonRpcMessage;
-use crate::transport::resumption::{EventCursor, StreamId, StreamLookup, plan};
+use crate::transport::resumption::{EventCursor, ResumeAnswer, StreamId, StreamLookup, plan};
 use crate::transport::streamable_http_server::session::local::Resumption;
 use crate::transport::streamable_http_server::session::{
     ServerSseMessage, SessionId, SessionManager,
@@ -153,11 +153,11 @@ impl<S: crate::fork::SessionService + Send + 'static, M: SessionManager>
             return cursor_error(&message, &raw, None);
         };
         let stream = id.stream_id();
-        let lookup = match shared.read(session, stream, 0, 1).await {
-            Ok(snapshot) => snapshot.lookup,
+        let snapshot = match shared.read(session, stream, read_from(id), 1).await {
+            Ok(snapshot) => snapshot,
             Err(error) => return unavailable(&error),
         };
-        let answer = plan(lookup, id);
+        let answer = across_segments(plan(snapshot.lookup, id), snapshot.resume_at);
         let events = answer
             .start()
             .map(|from| remote_events(&shared, session, stream, from));
@@ -187,6 +187,34 @@ impl<S: crate::fork::SessionService + Send + 'static, M: SessionManager>
         let events = remote_events(&shared, session, standalone, head);
         let frames = futures::stream::iter(priming).chain(events).map(frame);
         self.sse(frames, None)
+    }
+}
+
+/// Where a resume reads its stream's state from: on the standalone stream
+/// the cursor's successor, so that the backend says whether the cursor is
+/// the last id before a takeover's segment (the events go on at the
+/// segment's start) or an id of an owner whose writes it lost (the floor is
+/// above it); a request stream's state is read as a whole.
+pub(super) fn read_from(id: crate::transport::resumption::RmcpEventId) -> u64 {
+    match id.stream_id() {
+        StreamId::Standalone => id.index.saturating_add(1),
+        StreamId::Request(_) => 0,
+    }
+}
+
+/// `answer`, a replay that goes on at `resume_at` when the backend says the
+/// cursor is the last id before a takeover's segment: its notice then names
+/// the jump (`next`), which is no loss.
+fn across_segments(answer: ResumeAnswer, resume_at: u64) -> ResumeAnswer {
+    match answer {
+        ResumeAnswer::Replay { from, floor } if resume_at > from => {
+            tracing::debug!(from, resume_at, "resume goes on at a new owner's segment");
+            ResumeAnswer::Replay {
+                from: resume_at,
+                floor,
+            }
+        }
+        other => other,
     }
 }
 

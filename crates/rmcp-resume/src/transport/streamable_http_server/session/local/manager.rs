@@ -277,6 +277,7 @@ crate::line::with_event_store! {
                     cursor: parsed,
                     floor: None,
                     complete: false,
+                    next: None,
                 },
                 stream: Box::pin(stream),
             })
