@@ -10,6 +10,8 @@
 //!   already delivered are dropped, a gap or an unhonoured cursor is
 //!   reported, an acknowledged empty poll is a delay, not a failure;
 //! - asks a quiet server ever more rarely (see `quiet.rs`);
+//! - takes a connection that stops its keep-alives for dead, and resumes
+//!   it (see `liveness.rs`);
 //! - on a request stream, ends with an error naming the cursor instead of
 //!   retrying a resume that cannot succeed;
 //! - on the standalone stream, drops the cursor after repeated failures and
@@ -25,6 +27,7 @@ mod delivered;
 mod error;
 mod failure;
 mod handshake;
+mod liveness;
 mod machine;
 mod probe;
 mod quiet;

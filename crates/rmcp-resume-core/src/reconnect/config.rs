@@ -118,6 +118,7 @@ pub type DiscontinuityObserver = Arc<dyn Fn(&Discontinuity) + Send + Sync>;
 /// | any other server's first frame on a resume | [`silent_resume_timeout`](Self::silent_resume_timeout) (10 s), doubled per quiet refresh in a row, up to 10 min | the resume is refreshed, counted as progress |
 /// | the delay before a reconnect (the policy's, the server's `retry`, `Retry-After`, a quiet run's spacing) | [`max_delay`](Self::max_delay) (30 s), its cap | the reconnect |
 /// | a request stream failing to resume | [`resume_deadline`](Self::resume_deadline) (2 min) | the request fails |
+/// | an open connection that has sent two keep-alive comments in a row, then nothing | 3 × the longest interval between two + 5 s, at least 30 s, after its last byte (50 s for rmcp's 15 s keep-alive) | a failure in transit: the stream is resumed |
 /// | an open stream with no event | [`idle_timeout`](Self::idle_timeout) (off) | the stream is resumed |
 /// | a request's answer, right after its response head | [`answer_wait`](Self::answer_wait) (10 ms) | the stream is read as usual |
 ///
@@ -220,8 +221,11 @@ impl ResumeConfig {
     /// resumed. `None` (the default) never does; see [`IdleTimeout`].
     ///
     /// Only events count: keep-alive comments are dropped by the SSE parser
-    /// before the client sees them, so the timeout must exceed the longest
-    /// silence between events the server may keep, not its keep-alive.
+    /// before the client sees a frame, so the timeout must exceed the
+    /// longest silence between events the server may keep, not its
+    /// keep-alive. (Their bytes are heard all the same, and a connection
+    /// whose keep-alives stop is resumed without this timeout; see the
+    /// table of waits above.)
     pub fn idle_timeout(&self) -> Option<Duration> {
         self.idle_timeout
     }

@@ -45,6 +45,12 @@
 //! resets every count, but lengthens the quiet run, which spaces the next
 //! `GET`s. No connection is followed at once unless it lived a second or
 //! brought something new.
+//!
+//! # Liveness
+//!
+//! Bytes that make no frame (a keep-alive comment) are heard, never taken
+//! for progress. A connection that stops sending them is taken for dead
+//! and resumed, as after a break (see [`super::liveness`]).
 
 use std::future::Future;
 use std::mem;
@@ -54,13 +60,13 @@ use std::time::Duration;
 
 use tokio::time::{Instant, Sleep};
 
-use futures::StreamExt;
 use futures::future::BoxFuture;
 use http::StatusCode;
 use sse_stream::Sse;
 
 use super::connector::MAX_POLICY_COUNT;
 use super::delivered::Delivered;
+use super::liveness::{Ear, Hearing};
 use super::probe::is_response;
 use super::quiet::{quiet_delay, refresh_wait};
 use super::{
@@ -177,6 +183,12 @@ pub(super) struct Machine<C: Connector, P: RetryPolicy> {
     /// The one timer the waits share (a read's deadline, a backoff, a
     /// connect's limit); made at the first timed wait.
     timer: Option<Pin<Box<Sleep>>>,
+    /// Polls the open stream so that bytes which make no frame are heard;
+    /// made at the first read that finds nothing ready.
+    ear: Option<Ear>,
+    /// What the open connection and the ones before it have carried: when
+    /// the open one is taken for dead.
+    hearing: Hearing,
 }
 
 /// At most one WARN per stream in this long for losses a server reports.
@@ -277,6 +289,8 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
             delivered,
             step: Step::Ready,
             timer: None,
+            ear: None,
+            hearing: Hearing::new(Instant::now()),
         };
         // A first connection opened with a cursor is a resume: judge it so.
         let verifier = machine
@@ -323,12 +337,16 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
                         self.step = Step::Ready;
                         continue;
                     };
-                    let read = match frames.poll_next_unpin(cx) {
-                        Poll::Ready(next) => Read::of(next),
-                        Poll::Pending if plan.wait().is_some() && self.timer_fired(cx) => {
-                            Read::Idle
+                    let (next, woken) = Ear::poll(&mut self.ear, frames, cx);
+                    let read = match next {
+                        Poll::Ready(next) => {
+                            self.hearing.frame(Instant::now());
+                            Read::of(next)
                         }
-                        Poll::Pending => return Poll::Pending,
+                        Poll::Pending => match self.waited(plan, woken, cx) {
+                            Some(read) => read,
+                            None => return Poll::Pending,
+                        },
                     };
                     (read, plan)
                 }
@@ -354,7 +372,13 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
                     else {
                         continue;
                     };
-                    if let Some(end) = self.connected(outcome, cursor, asked_at, limit) {
+                    let ended = self.connected(outcome, cursor, asked_at, limit);
+                    if let State::Verifying { .. } | State::Following { .. } = self.state {
+                        // A new connection: nothing heard on it yet.
+                        self.hearing.connected(Instant::now());
+                        Ear::reset(&self.ear);
+                    }
+                    if let Some(end) = ended {
                         return Poll::Ready(Some(Err(end)));
                     }
                     continue;
@@ -397,8 +421,8 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
             }
             State::Verifying { .. } | State::Following { .. } | State::Draining { .. } => {
                 let plan = self.plan_read();
-                if let Some(wait) = plan.wait() {
-                    self.arm(wait);
+                if let Some(deadline) = self.read_deadline(plan) {
+                    self.arm_at(deadline);
                 }
                 self.step = Step::Reading(plan);
                 Turn::Go
@@ -412,7 +436,11 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
     fn arm(&mut self, after: Duration) {
         // `Duration::MAX` (a timeout set to "never", or a server's huge
         // `Retry-After` under an uncapped delay) must not overflow the clock.
-        let deadline = crate::log::later(Instant::now(), after);
+        self.arm_at(crate::log::later(Instant::now(), after));
+    }
+
+    /// Sets the timer to fire at `deadline`.
+    fn arm_at(&mut self, deadline: Instant) {
         match &mut self.timer {
             Some(timer) => timer.as_mut().reset(deadline),
             None => self.timer = Some(Box::pin(tokio::time::sleep_until(deadline))),
