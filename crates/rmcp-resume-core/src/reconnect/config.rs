@@ -87,7 +87,7 @@ pub type DiscontinuityObserver = Arc<dyn Fn(&Discontinuity) + Send + Sync>;
 /// |---|---|---|
 /// | the retry policy's `max_times` | every attempt that brought no progress, whatever its cause; also gives the delays (the count passed is at most 16) | progress |
 /// | [`max_failed_resumes`](Self::max_failed_resumes) | resumes the server answered without progress: an empty close, a vouched server's silence, a `5xx` other than `502`, `503`, `504` | progress, or a new cursor |
-/// | [`max_transport_failures`](Self::max_transport_failures) | failures in transit: a broken connection, a failed or timed-out `GET`, a `409`, `429`, `502`, `503` or `504` | progress, or a new cursor |
+/// | [`max_transport_failures`](Self::max_transport_failures) | failures in transit: a broken connection, one taken for dead when its keep-alives stopped, a failed or timed-out `GET`, a `409`, `429`, `502`, `503` or `504` | progress, or a new cursor |
 /// | [`resume_deadline`](Self::resume_deadline) (request streams) | time since the first failed attempt | progress |
 ///
 /// A refusal of the cursor (a `4xx`, `204`) is not counted: it ends a
@@ -137,7 +137,8 @@ pub struct ResumeConfig {
     /// stream fails, or the standalone stream drops its cursor. Default 3.
     pub max_failed_resumes: usize,
     /// Consecutive failures in transit with one cursor (a broken
-    /// connection, a `GET` that failed or timed out) before the same.
+    /// connection, one taken for dead, a `GET` that failed or timed out)
+    /// before the same.
     /// Default 5. The retry policy's `max_times` bounds all attempts too.
     pub max_transport_failures: usize,
     /// Set only through [`with_idle_timeout`](Self::with_idle_timeout), which
