@@ -130,9 +130,6 @@ impl Hearing {
     /// Bytes came that made no frame: a keep-alive comment.
     pub(super) fn keepalive(&mut self, now: Instant) {
         let after = |at: Instant| now.saturating_duration_since(at);
-        if self.latest.is_some_and(|(at, _)| after(at) >= BURST) {
-            self.settle();
-        }
         if let Some(anchor) = self.anchor
             && after(anchor) >= BURST
         {
@@ -165,7 +162,9 @@ impl Hearing {
 
 /// Polls the open stream under a waker of its own, which notes that it was
 /// woken before it wakes the task: the stream's source wakes it when bytes
-/// arrive, so a wake that yields no frame is bytes that made none.
+/// arrive, so a wake that yields no frame is bytes that made none. One per
+/// connection: a late wake from a connection already dropped (its source
+/// may hold the waker) must not be heard on the next.
 pub(super) struct Ear {
     flag: Arc<Flag>,
     waker: Waker,
@@ -195,13 +194,6 @@ impl Ear {
         });
         let waker = Waker::from(flag.clone());
         Self { flag, waker }
-    }
-
-    /// Forgets a wake from before a new connection: it was the old one's.
-    pub(super) fn reset(ear: &Option<Self>) {
-        if let Some(ear) = ear {
-            ear.flag.woken.store(false, Ordering::Release);
-        }
     }
 
     /// Polls `frames` once under `ear` (made at the first poll that finds
@@ -288,6 +280,7 @@ mod tests {
         pieces.keepalive(t0);
         pieces.keepalive(t0 + S(7));
         assert_eq!(pieces.cadence(), Some(S(7)), "until the frame comes");
+        pieces.keepalive(t0 + S(7) + ms(5));
         pieces.frame(t0 + S(7) + ms(20));
         assert_eq!(pieces.cadence(), None, "the bytes were the frame's");
         assert_eq!(pieces.dead_at(), None);

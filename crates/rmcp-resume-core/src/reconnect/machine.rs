@@ -183,8 +183,8 @@ pub(super) struct Machine<C: Connector, P: RetryPolicy> {
     /// The one timer the waits share (a read's deadline, a backoff, a
     /// connect's limit); made at the first timed wait.
     timer: Option<Pin<Box<Sleep>>>,
-    /// Polls the open stream so that bytes which make no frame are heard;
-    /// made at the first read that finds nothing ready.
+    /// Polls the open connection so that bytes which make no frame are
+    /// heard; made at its first read that finds nothing ready.
     ear: Option<Ear>,
     /// What the open connection and the ones before it have carried: when
     /// the open one is taken for dead.
@@ -374,9 +374,10 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
                     };
                     let ended = self.connected(outcome, cursor, asked_at, limit);
                     if let State::Verifying { .. } | State::Following { .. } = self.state {
-                        // A new connection: nothing heard on it yet.
+                        // A new connection: nothing heard on it yet, and
+                        // its own ear (made when it first has nothing ready).
                         self.hearing.connected(Instant::now());
-                        Ear::reset(&self.ear);
+                        self.ear = None;
                     }
                     if let Some(end) = ended {
                         return Poll::Ready(Some(Err(end)));

@@ -321,3 +321,63 @@ async fn keep_alives_that_go_on_keep_a_quiet_call_open() {
     assert_eq!(log.entries(), []);
     assert_eq!(start.elapsed(), S(120));
 }
+
+/// A connection's stream that hands the waker it is polled with to the
+/// test, as an HTTP client's connection task holds its body's waker.
+struct Leaky {
+    frames: SseFrames,
+    waker: Arc<Mutex<Option<std::task::Waker>>>,
+}
+
+impl futures::Stream for Leaky {
+    type Item = Result<Sse, sse_stream::Error>;
+
+    fn poll_next(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Self::Item>> {
+        if let Ok(mut waker) = self.waker.lock() {
+            *waker = Some(cx.waker().clone());
+        }
+        self.frames.poll_next_unpin(cx)
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_late_wake_from_a_dropped_connection_is_not_heard_on_the_next() {
+    // The first connection of a standalone stream without ids closes at
+    // 2 s; its source wakes its waker 10 s into the next connection, which
+    // carries one comment at 20 s and then nothing (a server with no
+    // keep-alive cadence). Heard on the new connection, the late wake and
+    // the comment would make a 10 s cadence, and the quiet stream would be
+    // cut 35 s later.
+    let waker = Arc::new(Mutex::new(None::<std::task::Waker>));
+    let first = Leaky {
+        frames: Wire::new(vec![(S(2), "data: {}\n\n".to_owned())], Tail::Close).open(),
+        waker: waker.clone(),
+    };
+    let next = Wire::new(vec![(S(20), KEEPALIVE.to_owned())], Tail::Silence);
+    let (wires, log) = Wires::new(vec![next], || Wire::new(vec![], Tail::Silence));
+    let stream = resuming_frames(
+        Some(first.boxed()),
+        None,
+        wires,
+        StreamScope::Standalone,
+        fixed(None, 1000),
+        ResumeConfig::default(),
+    );
+    let late = tokio::spawn(async move {
+        tokio::time::sleep(S(13)).await;
+        if let Some(waker) = waker.lock().ok().and_then(|mut w| w.take()) {
+            waker.wake();
+        }
+    });
+    let (_, error) = read_for(stream, S(300)).await;
+    assert!(error.is_none(), "{error:?}");
+    assert!(late.await.is_ok());
+    assert_eq!(
+        log.entries(),
+        [(S(3), None)],
+        "one reconnect, after the close"
+    );
+}
