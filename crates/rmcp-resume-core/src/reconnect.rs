@@ -11,6 +11,8 @@
 //!   reported, an acknowledged empty poll is a delay, not a failure;
 //! - asks a quiet server ever more rarely (see `quiet.rs`), and waits a
 //!   `409` out by time (see `conflict.rs`);
+//! - takes a connection that stops its keep-alives for dead, and resumes
+//!   it (see `liveness.rs`);
 //! - on a request stream, ends with an error naming the cursor instead of
 //!   retrying a resume that cannot succeed;
 //! - on the standalone stream, drops the cursor after repeated failures and
@@ -27,6 +29,7 @@ mod delivered;
 mod error;
 mod failure;
 mod handshake;
+mod liveness;
 mod machine;
 mod probe;
 mod quiet;

@@ -87,7 +87,7 @@ pub type DiscontinuityObserver = Arc<dyn Fn(&Discontinuity) + Send + Sync>;
 /// |---|---|---|
 /// | the retry policy's `max_times` | every attempt that brought no progress, whatever its cause; also gives the delays (the count passed is at most 16) | progress |
 /// | [`max_failed_resumes`](Self::max_failed_resumes) | resumes the server answered without progress: an empty close, a vouched server's silence, a `5xx` other than `502`, `503`, `504` | progress, or a new cursor |
-/// | [`max_transport_failures`](Self::max_transport_failures) | failures in transit: a broken connection, a failed or timed-out `GET`, a `429`, `502`, `503` or `504` | progress, or a new cursor |
+/// | [`max_transport_failures`](Self::max_transport_failures) | failures in transit: a broken connection, one taken for dead when its keep-alives stopped, a failed or timed-out `GET`, a `429`, `502`, `503` or `504` | progress, or a new cursor |
 /// | [`conflict_wait`](Self::conflict_wait) | time since the first `409` (the server still counts the previous connection as open); `409`s are not counted | progress |
 /// | [`resume_deadline`](Self::resume_deadline) (request streams) | time since the first failed attempt | progress |
 ///
@@ -120,6 +120,7 @@ pub type DiscontinuityObserver = Arc<dyn Fn(&Discontinuity) + Send + Sync>;
 /// | the delay before a reconnect (the policy's, the server's `retry`, `Retry-After`, a quiet run's spacing) | [`max_delay`](Self::max_delay) (30 s), its cap | the reconnect |
 /// | a server answering `409` (it still counts the previous connection as open) | [`conflict_wait`](Self::conflict_wait) (2 min) from the first `409`, asked 1 s, 2 s, 4 s … apart, at most 10 s (or `max_delay`): at most 2 + ⌈log₂ 10⌉ + ⌈120 / 10⌉ = 18 `GET`s | the stream gives up, as when `max_transport_failures` runs out |
 /// | a request stream failing to resume | [`resume_deadline`](Self::resume_deadline) (2 min) | the request fails |
+/// | an open connection that has sent two keep-alive comments in a row, then nothing | 3 × the longest interval between two + 5 s, at least 30 s, after its last byte (50 s for rmcp's 15 s keep-alive) | a failure in transit: the stream is resumed |
 /// | an open stream with no event | [`idle_timeout`](Self::idle_timeout) (off) | the stream is resumed |
 /// | a request's answer, right after its response head | [`answer_wait`](Self::answer_wait) (10 ms) | the stream is read as usual |
 ///
@@ -138,7 +139,8 @@ pub struct ResumeConfig {
     /// stream fails, or the standalone stream drops its cursor. Default 3.
     pub max_failed_resumes: usize,
     /// Consecutive failures in transit with one cursor (a broken
-    /// connection, a `GET` that failed or timed out) before the same.
+    /// connection, one taken for dead, a `GET` that failed or timed out)
+    /// before the same.
     /// Default 5. The retry policy's `max_times` bounds all attempts too.
     /// A `409` is not one: see [`conflict_wait`](Self::conflict_wait).
     pub max_transport_failures: usize,
@@ -244,8 +246,11 @@ impl ResumeConfig {
     /// resumed. `None` (the default) never does; see [`IdleTimeout`].
     ///
     /// Only events count: keep-alive comments are dropped by the SSE parser
-    /// before the client sees them, so the timeout must exceed the longest
-    /// silence between events the server may keep, not its keep-alive.
+    /// before the client sees a frame, so the timeout must exceed the
+    /// longest silence between events the server may keep, not its
+    /// keep-alive. (Their bytes are heard all the same, and a connection
+    /// whose keep-alives stop is resumed without this timeout; see the
+    /// table of waits above.)
     pub fn idle_timeout(&self) -> Option<Duration> {
         self.idle_timeout
     }

@@ -58,6 +58,17 @@ pub enum Attempt<E: std::error::Error + 'static> {
     /// The open stream broke.
     #[error(transparent)]
     Transport(sse_stream::Error),
+    /// The open connection carried nothing for `silence`, after keep-alive
+    /// comments up to `keepalive` apart: taken for dead (a blackhole).
+    #[error(
+        "the connection carried nothing for {silence:?}, after keep-alives up to {keepalive:?} apart"
+    )]
+    Dead {
+        /// How long nothing came.
+        silence: std::time::Duration,
+        /// The longest interval between two keep-alives in a row.
+        keepalive: std::time::Duration,
+    },
     /// The reconnect proved the cursor cannot be continued.
     #[error(transparent)]
     Resumption(ResumptionError),

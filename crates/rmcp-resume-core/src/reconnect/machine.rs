@@ -52,6 +52,12 @@
 //! as open. It is no failure in transit and is not counted: it is waited
 //! out for [`ResumeConfig::conflict_wait`], the `GET`s spaced ever wider
 //! (see [`super::conflict`]).
+//!
+//! # Liveness
+//!
+//! Bytes that make no frame (a keep-alive comment) are heard, never taken
+//! for progress. A connection that stops sending them is taken for dead
+//! and resumed, as after a break (see [`super::liveness`]).
 
 use std::future::Future;
 use std::mem;
@@ -61,7 +67,6 @@ use std::time::Duration;
 
 use tokio::time::{Instant, Sleep};
 
-use futures::StreamExt;
 use futures::future::BoxFuture;
 use http::StatusCode;
 use sse_stream::Sse;
@@ -69,6 +74,7 @@ use sse_stream::Sse;
 use super::conflict::conflict_delay;
 use super::connector::MAX_POLICY_COUNT;
 use super::delivered::Delivered;
+use super::liveness::{Ear, Hearing};
 use super::probe::is_response;
 use super::quiet::{quiet_delay, refresh_wait};
 use super::{
@@ -192,6 +198,12 @@ pub(super) struct Machine<C: Connector, P: RetryPolicy> {
     /// The one timer the waits share (a read's deadline, a backoff, a
     /// connect's limit); made at the first timed wait.
     timer: Option<Pin<Box<Sleep>>>,
+    /// Polls the open connection so that bytes which make no frame are
+    /// heard; made at its first read that finds nothing ready.
+    ear: Option<Ear>,
+    /// What the open connection and the ones before it have carried: when
+    /// the open one is taken for dead.
+    hearing: Hearing,
 }
 
 /// At most one WARN per stream in this long for losses a server reports.
@@ -294,6 +306,8 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
             delivered,
             step: Step::Ready,
             timer: None,
+            ear: None,
+            hearing: Hearing::new(Instant::now()),
         };
         // A first connection opened with a cursor is a resume: judge it so.
         let verifier = machine
@@ -340,12 +354,16 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
                         self.step = Step::Ready;
                         continue;
                     };
-                    let read = match frames.poll_next_unpin(cx) {
-                        Poll::Ready(next) => Read::of(next),
-                        Poll::Pending if plan.wait().is_some() && self.timer_fired(cx) => {
-                            Read::Idle
+                    let (next, woken) = Ear::poll(&mut self.ear, frames, cx);
+                    let read = match next {
+                        Poll::Ready(next) => {
+                            self.hearing.frame(Instant::now());
+                            Read::of(next)
                         }
-                        Poll::Pending => return Poll::Pending,
+                        Poll::Pending => match self.waited(plan, woken, cx) {
+                            Some(read) => read,
+                            None => return Poll::Pending,
+                        },
                     };
                     (read, plan)
                 }
@@ -371,7 +389,14 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
                     else {
                         continue;
                     };
-                    if let Some(end) = self.connected(outcome, cursor, asked_at, limit) {
+                    let ended = self.connected(outcome, cursor, asked_at, limit);
+                    if let State::Verifying { .. } | State::Following { .. } = self.state {
+                        // A new connection: nothing heard on it yet, and
+                        // its own ear (made when it first has nothing ready).
+                        self.hearing.connected(Instant::now());
+                        self.ear = None;
+                    }
+                    if let Some(end) = ended {
                         return Poll::Ready(Some(Err(end)));
                     }
                     continue;
@@ -414,8 +439,8 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
             }
             State::Verifying { .. } | State::Following { .. } | State::Draining { .. } => {
                 let plan = self.plan_read();
-                if let Some(wait) = plan.wait() {
-                    self.arm(wait);
+                if let Some(deadline) = self.read_deadline(plan) {
+                    self.arm_at(deadline);
                 }
                 self.step = Step::Reading(plan);
                 Turn::Go
@@ -429,7 +454,11 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
     fn arm(&mut self, after: Duration) {
         // `Duration::MAX` (a timeout set to "never", or a server's huge
         // `Retry-After` under an uncapped delay) must not overflow the clock.
-        let deadline = crate::log::later(Instant::now(), after);
+        self.arm_at(crate::log::later(Instant::now(), after));
+    }
+
+    /// Sets the timer to fire at `deadline`.
+    fn arm_at(&mut self, deadline: Instant) {
         match &mut self.timer {
             Some(timer) => timer.as_mut().reset(deadline),
             None => self.timer = Some(Box::pin(tokio::time::sleep_until(deadline))),

@@ -1535,6 +1535,9 @@ async fn a_filtered_out_stream_span_leaves_lines_under_the_callers() {
 
 mod attack;
 mod attack2;
+/// Issue #42, finding 7: blackholed connections, heard through their
+/// keep-alives.
+mod blackhole;
 /// The client review's findings (2026-12), one scripted case each.
 mod findings;
 /// Issue #42: every wait ends and every loss is reported, off the request

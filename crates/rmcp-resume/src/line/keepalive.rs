@@ -3,9 +3,9 @@
 //!
 //! A connection dropped without a word (a NAT or load balancer that forgot
 //! it, a laptop that slept) leaves an SSE stream waiting for bytes that
-//! never come. A quiet tool sends no event, and the SSE parser drops the
-//! server's keep-alive comments before any of the fork's code sees them,
-//! so only the socket can tell. With keepalive, the kernel probes a
+//! never come. A quiet tool sends no event; a server that sends keep-alive
+//! comments lets the reconnect machine tell (`rmcp_resume_core`'s
+//! `reconnect/liveness.rs`), one that sends none leaves it to the socket. With keepalive, the kernel probes a
 //! connection quiet for [`IDLE`], [`PROBES`] times [`INTERVAL`] apart; a
 //! connection that answers none breaks, and the break is resumed from the
 //! cursor as any other. A dead connection is so found within
@@ -13,7 +13,8 @@
 //! healthy one costs a probe and its answer per quiet `IDLE`, and nothing
 //! while a server's keep-alives run more often. Probes end at whatever
 //! terminates TCP: a proxy or load balancer that answers them hides a dead
-//! path behind it (issue 42, finding 7, open; `idle_timeout` covers it).
+//! path behind it, found only by the server's keep-alives stopping (issue
+//! 42, finding 7) or by `idle_timeout`.
 
 use std::time::Duration;
 

@@ -25,6 +25,7 @@ pub(super) fn unreached<E: std::error::Error + 'static>(error: &ResumeStreamErro
                 Attempt::Connect(_)
                     | Attempt::ConnectTimeout(_)
                     | Attempt::Transport(_)
+                    | Attempt::Dead { .. }
                     | Attempt::Silent(_)
             )
     )

@@ -8,7 +8,11 @@ pub(super) enum Read {
     Frame(Sse),
     Broke(sse_stream::Error),
     Closed,
+    /// The read's wait ran out (the idle timeout, a resume's silence).
     Idle,
+    /// The connection carried nothing for this long, past what its
+    /// keep-alives allow: taken for dead.
+    Dead(Duration),
 }
 
 impl Read {
@@ -30,6 +34,8 @@ pub(super) struct ReadPlan {
     pub(super) silence: Duration,
     /// The read is of a resume that has said nothing yet.
     pub(super) silent: bool,
+    /// When the read started: its wait runs from here.
+    pub(super) since: Instant,
 }
 
 impl ReadPlan {
@@ -98,7 +104,49 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
             idle,
             silence,
             silent,
+            since: Instant::now(),
         }
+    }
+
+    /// When the read ends if nothing comes: its own wait, or the moment the
+    /// connection is taken for dead, whichever is first.
+    pub(super) fn read_deadline(&self, plan: ReadPlan) -> Option<Instant> {
+        let wait = plan.wait().map(|wait| crate::log::later(plan.since, wait));
+        match (wait, self.hearing.dead_at()) {
+            (Some(wait), Some(dead)) => Some(wait.min(dead)),
+            (wait, dead) => wait.or(dead),
+        }
+    }
+
+    /// The open stream has nothing ready: hears what woke it (`woken`:
+    /// bytes that made no frame, a keep-alive), and says whether the read's
+    /// wait is over; `None` waits on.
+    pub(super) fn waited(
+        &mut self,
+        plan: ReadPlan,
+        woken: bool,
+        cx: &mut Context<'_>,
+    ) -> Option<Read> {
+        if woken {
+            self.hearing.keepalive(Instant::now());
+        }
+        let deadline = self.read_deadline(plan)?;
+        if woken {
+            // The connection lives: its deadline moves (or is first set,
+            // once a cadence is known).
+            self.arm_at(deadline);
+        }
+        // The timer is armed at `deadline`: at the read's start, and again
+        // whenever a keep-alive moves it (nothing else does during a read).
+        if !self.timer_fired(cx) {
+            return None;
+        }
+        // Fired: at `deadline`, to the timer's granularity.
+        let now = Instant::now().max(deadline);
+        if self.hearing.dead_at().is_some_and(|dead| dead <= now) {
+            return Some(Read::Dead(self.hearing.silence(now)));
+        }
+        Some(Read::Idle)
     }
 
     /// What one read of the open stream means for the stream.
@@ -182,6 +230,17 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
                     self.held_quietly();
                 }
                 self.state = State::Backoff(self.quiet_wait());
+            }
+            Read::Dead(silence) => {
+                // Blackholed: the server's keep-alives stopped, and nothing
+                // else came. Dropped and resumed as a break would be; it was
+                // not held, for a dead connection brings nothing.
+                let keepalive = self.hearing.cadence().unwrap_or_default();
+                tracing::debug!(parent: &self.span(), cursor = ?self.cursor, ?silence, ?keepalive, "SSE connection silent past its keep-alives; taken for dead");
+                let dead = Attempt::Dead { silence, keepalive };
+                if let Some(end) = self.attempt_failed(dead) {
+                    return Turn::Yield(Err(end));
+                }
             }
             Read::Broke(error)
                 if is_undecodable(&error) || self.connector.break_is_final(&error) =>
