@@ -453,3 +453,101 @@ async fn an_idle_session_ends_its_timeout_after_its_last_request_not_before() {
         .await;
     assert_eq!(gone.status(), 404);
 }
+
+/// An answered stream expiring in a quiet session is nobody's activity: the
+/// session still ends one idle timeout after its last request, not that
+/// plus the stream's TTL (issue 43: expiry rings counted as activity, so
+/// every idle session outlived its `keep_alive` by up to the TTL).
+#[tokio::test(start_paused = true)]
+async fn an_answered_stream_expiring_does_not_keep_an_idle_session() {
+    use rmcp::transport::common::server_side_http::SessionId;
+
+    const IDLE: Duration = Duration::from_secs(60);
+    const TTL: Duration = Duration::from_secs(30);
+    let (service, manager) = TestServer::new(Side::Fork)
+        .completed_ttl(TTL)
+        .idle_session(IDLE)
+        .keep_alive(None)
+        .demo_service();
+    let session = open(&service).await;
+    let id: SessionId = session.as_str().into();
+    let handle = manager
+        .handle(&id)
+        .await
+        .unwrap_or_else(|| panic!("no session {session}"));
+    let ping = json!({ "jsonrpc": "2.0", "id": 9, "method": "ping" });
+    let answer = service
+        .handle(request(http::Method::POST, Some(&session), Some(ping)))
+        .await;
+    assert_eq!(answer.status(), 200);
+    let _ = text(answer).await;
+    let last = tokio::time::Instant::now();
+
+    handle.stopped().await;
+    let ended = last.elapsed();
+    assert!(
+        (IDLE..IDLE + Duration::from_secs(1)).contains(&ended),
+        "ended {ended:?} after its last request: the idle timeout is {IDLE:?}, the answered \
+         stream expired {TTL:?} after it"
+    );
+}
+
+/// A call whose tool stays quiet longer than the idle timeout, with its
+/// `POST` stream still open, is not an idle session: the client is there,
+/// waiting for the answer. Ending the session would lose the call.
+#[tokio::test(start_paused = true)]
+async fn a_quiet_call_with_its_post_open_keeps_its_session() {
+    use rmcp::transport::common::server_side_http::SessionId;
+
+    const IDLE: Duration = Duration::from_secs(60);
+    let server = TestServer::new(Side::Fork)
+        .completed_ttl(Duration::from_secs(3_600))
+        .idle_session(IDLE)
+        .keep_alive(None);
+    let gate = server.gate();
+    let (service, manager) = server.demo_service();
+    let session = open(&service).await;
+    let id: SessionId = session.as_str().into();
+    let handle = manager
+        .handle(&id)
+        .await
+        .unwrap_or_else(|| panic!("no session {session}"));
+    let call = json!({
+        "jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": { "name": "work", "arguments": { "count": 0 } }
+    });
+    let response = service
+        .handle(request(http::Method::POST, Some(&session), Some(call)))
+        .await;
+    assert_eq!(response.status(), 200);
+    let mut body = response.into_body();
+    // The priming event: the reader owes nothing while the tool is quiet.
+    let priming = match body.frame().await {
+        Some(Ok(frame)) => frame.into_data().unwrap_or_default(),
+        other => panic!("no priming event: {other:?}"),
+    };
+    assert!(
+        String::from_utf8_lossy(&priming).contains("id:"),
+        "{priming:?}"
+    );
+
+    tokio::time::advance(IDLE * 3).await;
+    assert!(
+        handle.is_live(),
+        "the session ended while its call's POST stream was open"
+    );
+
+    gate.notify_one();
+    let mut rest = String::new();
+    while let Some(frame) = body.frame().await {
+        match frame {
+            Ok(frame) => {
+                if let Ok(data) = frame.into_data() {
+                    rest.push_str(&String::from_utf8_lossy(&data));
+                }
+            }
+            Err(never) => match never {},
+        }
+    }
+    assert!(rest.contains("finished 0 steps"), "{rest}");
+}

@@ -737,6 +737,14 @@ impl<E: Clone, T, X> Session<E, T, X> {
         )
     }
 
+    /// Whether a connection reads from the session now: a standalone
+    /// reader, or a reader of a request stream (one still draining an
+    /// answered stream too). A session with one is not idle, however quiet:
+    /// its client is there, waiting for what the server sends.
+    pub fn has_connected_reader(&self) -> bool {
+        self.logs().any(|log| log.has_readers())
+    }
+
     /// When the earliest reader that owes its connection an event will
     /// have owed it for the stall timeout with no progress.
     pub fn stall_deadline(&self) -> Option<Instant> {

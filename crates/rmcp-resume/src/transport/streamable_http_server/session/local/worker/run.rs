@@ -76,10 +76,11 @@ impl Worker for LocalSessionWorker {
         let mut expiry = Alarm::new();
         // The keep-alive is checked lazily: its alarm is set once per quiet
         // period, not at every turn, and when it rings the session quits only
-        // if no turn happened since. Every turn counts, the worker's own
-        // deadlines too: a reader draining an answered stream shows its
-        // progress only by moving that stream's expiry, and must not lose its
-        // session to the idle timeout while it reads.
+        // if no turn happened since and no connection reads from it. The
+        // worker's own deadlines are nobody's activity: an answered stream
+        // expiring in a quiet session must not push its end out by the
+        // stream's TTL (a reader still draining that stream is connected,
+        // which the ring sees).
         let mut last_turn = Instant::now();
         let mut keep_alive = Alarm::new();
         keep_alive.set(Some(after(last_turn, idle)));
@@ -132,16 +133,18 @@ impl Worker for LocalSessionWorker {
                 _ = keep_alive.ring(), if keep_alive.is_armed() => Turn::KeepAlive,
             };
             match turn {
-                Turn::Active | Turn::Timer => last_turn = Instant::now(),
+                Turn::Active => last_turn = Instant::now(),
+                Turn::Timer => {}
                 // Every event handed to a reader arms the stall alarm; one
                 // that rings after the reader read is nobody's activity.
                 Turn::Stall => {}
                 Turn::KeepAlive => {
-                    // A client holding its standalone `GET` open is there,
-                    // waiting for what the server sends: its session is not
-                    // idle, however long nothing happens (upstream 0.x, with
-                    // no keep-alive, never ended it either).
-                    if self.session.standalone().has_primary() {
+                    // A client holding a connection open (its standalone
+                    // `GET`, or a stream it still reads) is there: its
+                    // session is not idle, however long nothing happens
+                    // (upstream 0.x, with no keep-alive, never ended it
+                    // either).
+                    if self.session.has_connected_reader() {
                         last_turn = Instant::now();
                     }
                     let due = after(last_turn, idle);
@@ -159,7 +162,7 @@ impl Worker for LocalSessionWorker {
 enum Turn {
     /// The client, the handler or a reader did something.
     Active,
-    /// One of the worker's own deadlines passed (activity too: see the
+    /// One of the worker's own deadlines passed (not activity: see the
     /// keep-alive in the loop).
     Timer,
     /// The keep-alive's alarm rang: the session may have been idle.
