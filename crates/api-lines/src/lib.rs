@@ -14,6 +14,7 @@
 //! | `probe/items.rs` | every public item of upstream's streamable-HTTP modules the five lines share: names, signatures, fields, variants, impls | all |
 //! | `probe/behaviour.rs` | a scripted HTTP session (initialize, an idle spell on a paused clock, with and without a `GET` held open, list, call, every `retry:`), in process | all |
 //! | `probe/redirect.rs` | the default client of `from_uri` against a `307` to another origin | all |
+//! | `probe/pooling.rs` | the default client of `from_uri`: one session's requests on pooled connections or on fresh ones | all |
 //! | `probe/server.rs` | the service's handler bound (`Service<RoleServer>`), a router, a boxed service, a hand-written service | all |
 //! | `probe/client.rs` | the client transport as upstream's alias of `WorkerTransport`, its constructors | all |
 //! | `probe/session.rs` | `LocalSessionWorkerError::KeepAliveTimeout`, the session items' types and signatures | all |
@@ -56,6 +57,7 @@ line!(
         "probe/server.rs",
         "probe/behaviour.rs",
         "probe/redirect.rs",
+        "probe/pooling.rs",
         "probe/items.rs",
         "probe/client.rs",
         "probe/session.rs",
@@ -71,6 +73,7 @@ line!(
         "probe/server.rs",
         "probe/behaviour.rs",
         "probe/redirect.rs",
+        "probe/pooling.rs",
         "probe/items.rs",
         "probe/client.rs",
         "probe/session.rs",
@@ -86,6 +89,7 @@ line!(
         "probe/server.rs",
         "probe/behaviour.rs",
         "probe/redirect.rs",
+        "probe/pooling.rs",
         "probe/items.rs",
         "probe/client.rs",
         "probe/session.rs",
@@ -102,6 +106,7 @@ line!(
         "probe/server.rs",
         "probe/behaviour.rs",
         "probe/redirect.rs",
+        "probe/pooling.rs",
         "probe/items.rs",
         "probe/client.rs",
         "probe/session.rs",
@@ -118,6 +123,7 @@ line!(
         "probe/server.rs",
         "probe/behaviour.rs",
         "probe/redirect.rs",
+        "probe/pooling.rs",
         "probe/items.rs",
         "probe/client.rs",
         "probe/session.rs",
@@ -342,6 +348,23 @@ mod tests {
     async fn serve_http(
         answer: impl Fn(&str, &str) -> String + Send + Sync + 'static,
     ) -> std::net::SocketAddr {
+        serve_counted(answer, std::sync::Arc::default()).await
+    }
+
+    /// Connections accepted and requests answered by a [`serve_counted`]
+    /// server.
+    #[derive(Default)]
+    struct Counts {
+        connections: std::sync::atomic::AtomicUsize,
+        requests: std::sync::atomic::AtomicUsize,
+        answered: tokio::sync::Notify,
+    }
+
+    /// [`serve_http`], counting into `counts`.
+    async fn serve_counted(
+        answer: impl Fn(&str, &str) -> String + Send + Sync + 'static,
+        counts: std::sync::Arc<Counts>,
+    ) -> std::net::SocketAddr {
         use tokio::io::{AsyncReadExt, AsyncWriteExt};
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
@@ -352,7 +375,11 @@ mod tests {
         let answer = std::sync::Arc::new(answer);
         tokio::spawn(async move {
             while let Ok((mut socket, _)) = listener.accept().await {
+                counts
+                    .connections
+                    .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                 let answer = answer.clone();
+                let counts = counts.clone();
                 tokio::spawn(async move {
                     let mut buffer = Vec::new();
                     let mut chunk = [0u8; 4096];
@@ -374,6 +401,10 @@ mod tests {
                                         .into_owned();
                                 let response = answer(&method, &body);
                                 let _ = socket.write_all(response.as_bytes()).await;
+                                counts
+                                    .requests
+                                    .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                                counts.answered.notify_waiters();
                                 buffer.drain(..end + 4 + length);
                                 continue;
                             }
@@ -475,6 +506,97 @@ mod tests {
                 overlay, upstream,
                 "{line}: the overlay's client, a 307 to another origin"
             );
+        }
+    }
+
+    /// Connections and requests one session of `from_uri`'s default client
+    /// makes against a canned server: `initialize` and `initialized`, one
+    /// after the other (the server names no session, so no `GET` follows).
+    async fn session_traffic<F, Fut>(initializes_until: F) -> (bool, usize, usize)
+    where
+        F: FnOnce(String, std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>) -> Fut,
+        Fut: std::future::Future<Output = bool>,
+    {
+        use std::sync::atomic::Ordering::SeqCst;
+        let counts = std::sync::Arc::new(Counts::default());
+        let addr = serve_counted(canned_mcp, counts.clone()).await;
+        let seen = counts.clone();
+        // The client's two requests, answered; a bounded wait.
+        let done = Box::pin(async move {
+            for _ in 0..100 {
+                let answered = seen.answered.notified();
+                if seen.requests.load(SeqCst) >= 2 {
+                    return;
+                }
+                let _ = tokio::time::timeout(std::time::Duration::from_millis(50), answered).await;
+            }
+        });
+        let ok = initializes_until(format!("http://{addr}/mcp"), done).await;
+        (
+            ok,
+            counts.connections.load(SeqCst),
+            counts.requests.load(SeqCst),
+        )
+    }
+
+    /// One session's requests go over pooled connections, or each over a
+    /// fresh one, as upstream's default client does on its line: 0.x keeps
+    /// idle connections (reqwest's default), 1.8 and 2.2 keep none.
+    #[tokio::test]
+    async fn the_default_client_pools_connections_as_upstream() {
+        macro_rules! traffic {
+            ($line:ident, $side:ident) => {
+                session_traffic(|url, done| {
+                    super::$line::$side::pooling::initializes_until(url, done)
+                })
+                .await
+            };
+        }
+        let outcomes = [
+            (
+                "2.2",
+                traffic!(v2_2, upstream),
+                traffic!(v2_2, overlay),
+                false,
+            ),
+            (
+                "1.8",
+                traffic!(v1_8, upstream),
+                traffic!(v1_8, overlay),
+                false,
+            ),
+            (
+                "0.17",
+                traffic!(v0_17, upstream),
+                traffic!(v0_17, overlay),
+                true,
+            ),
+            (
+                "0.16",
+                traffic!(v0_16, upstream),
+                traffic!(v0_16, overlay),
+                true,
+            ),
+            (
+                "0.15",
+                traffic!(v0_15, upstream),
+                traffic!(v0_15, overlay),
+                true,
+            ),
+        ];
+        for (line, upstream, overlay, pooled) in outcomes {
+            for (side, (ok, connections, requests)) in
+                [("upstream", upstream), ("overlay", overlay)]
+            {
+                assert!(ok, "{line}, {side}: the client did not initialize");
+                assert!(requests >= 2, "{line}, {side}: {requests} requests");
+                assert_eq!(
+                    connections < requests,
+                    pooled,
+                    "{line}, {side}'s client: {connections} connections for {requests} requests \
+                     (pooled on this line: {pooled})"
+                );
+            }
         }
     }
 }
