@@ -13,7 +13,8 @@ per server and a column per shape:
   committed page differs. --write PAGE replaces the text between
   `<!-- peer-matrix:begin -->` and `<!-- peer-matrix:end -->`.
 - the recorded run: each cell `fork / upstream` with the clients' elapsed
-  times, and upstream's shortfalls in the client's own words. Timings and
+  times, `GET`s and standalone notifications received (`ticks`), and
+  upstream's shortfalls in the client's own words. Timings and
   upstream's repeated progress values change from run to run, so this one is
   a sample: printed, written to target/peer-matrix/run.md, and put into the
   page (`<!-- peer-matrix-run:begin -->` … `end`) only with --record PAGE.
@@ -34,6 +35,7 @@ ROWS = [
     ("python-2.3.0-shared-store", "Python SDK 2.3.0, one event store for every session, as documented: resumes get other sessions' calls of the same JSON-RPC id (recorded, not failed)"),
     ("rmcp-3.11.0", "rmcp 3.11.0 (upstream)"),
     ("rmcp-1.8.0", "rmcp 1.8.0 (upstream)"),
+    ("rmcp-0.17.0", "rmcp 0.17.0 (upstream)"),
     ("rmcp-resume", "rmcp-resume (this fork)"),
     ("typescript-1.32.2-45s-cut", "TypeScript SDK 1.32.2, `quiet 45000` cut once (the fork's default config)"),
     ("typescript-1.32.2-session-lost", "TypeScript SDK 1.32.2, `quiet 12000`, every session forgotten 1 s in and the connection cut: a typed failure passes (the fork's default config)"),
@@ -54,6 +56,11 @@ def client(record):
         text += f" {record['gets']} GET"
     if record["discontinuities"]:
         text += " +discontinuity"
+    ticks = record.get("ticks")
+    if ticks:
+        text += f", {ticks['sent'] - len(ticks['lost'])}/{ticks['sent']} ticks"
+        if ticks["duplicated"]:
+            text += f" +{ticks['duplicated']} copies"
     return text
 
 
@@ -122,7 +129,12 @@ def table(records, timed):
                     notes.append(f"- {label} × `{shape}`, {side} ({cell['verdict'] if side == 'fork' else 'for the record'}): {why(record)}")
                 if record["discontinuities"]:
                     gaps = "; ".join(record["discontinuities"])
-                    notes.append(f"- {label} × `{shape}`, {side}: false discontinuity: {gaps}")
+                    lost = (record.get("ticks") or {}).get("lost")
+                    what = "discontinuity (standalone notifications lost)" if lost else "false discontinuity"
+                    notes.append(f"- {label} × `{shape}`, {side}: {what}: {gaps}")
+            if timed:
+                for note in cell.get("notes", []):
+                    notes.append(f"- {label} × `{shape}` (recorded, both clients): {note}")
         lines.append(f"| {label} | " + " | ".join(row) + " |")
     out = "\n".join(lines) + "\n"
     if na_reasons:

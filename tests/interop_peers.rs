@@ -412,6 +412,7 @@ async fn quiet_45s(
         // the standalone stream; room for a server's `409`s, far below a
         // reconnect loop's.
         max_gets: 12,
+        ticks: None,
     };
     let cell = matrix::run_cell(shape, server.addr, &plan, matrix::ForkConfig::Default).await;
     let record = matrix::RowRecord {

@@ -39,8 +39,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use rmcp_resume_testkit::matrix::{
-    self, CellRecord, Delivers, ForkConfig, PathKind, Plan, RowRecord, RowServer, poll, quick,
-    quiet, stream,
+    self, CellRecord, Delivers, ForkConfig, PathKind, Plan, RowRecord, RowServer, Ticks, poll,
+    quick, quiet, stream,
 };
 use rmcp_resume_testkit::{Side, TestServer};
 
@@ -109,6 +109,25 @@ impl Shape {
         })
     }
 
+    /// The standalone notifications sent during the shape's cell, spread
+    /// over its tools' time (at least 2 s), so that its cuts fall among
+    /// them. None through the buffering proxy, which holds a standalone
+    /// stream's response until it ends; none under churn, where which
+    /// client loses a notification sent while its stream was down is luck
+    /// (each client's reconnect timing against random lifetimes: measured
+    /// 2026-12-06, the fork lost 2 of 8 on TypeScript 2.4.0 and upstream
+    /// none, and on rmcp 1.8.0 the copies went 7–0 and 8–7 in two runs);
+    /// the churn soak counts standalone ticks under churn on both sides.
+    fn ticks(self) -> Option<Ticks> {
+        let every = Duration::from_millis(500);
+        let span = self.tools_time().max(Duration::from_secs(2));
+        let sent = !matches!(self, Shape::Buffered | Shape::Churn);
+        sent.then(|| Ticks {
+            count: (span.as_millis() / every.as_millis()) as u32,
+            every,
+        })
+    }
+
     /// The module's table, as plans.
     fn plan(self) -> Plan {
         let plain = Plan {
@@ -118,6 +137,7 @@ impl Shape {
             limit: CELL_SLACK + self.tools_time(),
             server: Delivers::Everything,
             max_gets: 0,
+            ticks: self.ticks(),
         };
         match self {
             Shape::Quick => Plan {
@@ -243,6 +263,12 @@ async fn rmcp_1() -> anyhow::Result<RowServer> {
     Ok(RowServer::new(served.addr, served))
 }
 
+async fn rmcp_0_17() -> anyhow::Result<RowServer> {
+    use rmcp_resume_testkit_0_17::{Side as Side017, TestServer as TestServer017};
+    let served = TestServer017::shapes(Side017::Upstream).serve().await?;
+    Ok(RowServer::new(served.addr, served))
+}
+
 /// Runs every shape against `server`, all cells and both clients at once;
 /// writes the row's record and fails with its problems. `no_poll`: why the
 /// `poll` cell does not apply, where it does not.
@@ -358,6 +384,18 @@ async fn rmcp_1_8_0() -> anyhow::Result<()> {
         .map(drop)
 }
 
+/// Upstream 0.17 answers a resume it cannot replay with `500` (0.15 and
+/// 0.16 too), and keeps no standalone events past its channel: the row the
+/// original report's fleet ran, with standalone notifications in each cell.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rmcp_0_17_0() -> anyhow::Result<()> {
+    let server = rmcp_0_17().await?;
+    let label = "rmcp 0.17.0 (upstream), its defaults";
+    run_row("rmcp-0.17.0", label, server, Some(RMCP_NO_POLL))
+        .await
+        .map(drop)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rmcp_resume_fork() -> anyhow::Result<()> {
     let server = rmcp_3(Side::Fork).await?;
@@ -439,6 +477,7 @@ async fn a_blackholed_connection_under_a_quiet_tool_is_found_and_resumed() -> an
         server: Delivers::Everything,
         // The call's resume and the standalone stream's, and a few more.
         max_gets: 8,
+        ticks: None,
     };
     one_cell(
         "rmcp-3.11.0-blackhole",
@@ -473,6 +512,7 @@ async fn a_blackholed_connection_after_its_keep_alives_is_found_and_resumed() ->
         // quiet refreshes (10 s, then 20 s) until the answer: at most 7.
         // Measured (2026-12-06): 5.
         max_gets: MAX_BLACKHOLE_GETS,
+        ticks: None,
     };
     one_cell(
         "rmcp-3.11.0-blackhole-after-keep-alives",
@@ -504,6 +544,7 @@ async fn a_session_lost_mid_call_ends_the_call_typed() -> anyhow::Result<()> {
         limit: Duration::from_secs(8),
         server: Delivers::NothingAfterACut,
         max_gets: 4,
+        ticks: None,
     };
     one_cell(
         "typescript-1.32.2-session-lost",
@@ -541,6 +582,7 @@ async fn a_minute_half_open_against_typescript_2_is_waited_out_within_bounds() -
         // `2 + ⌈log₂ 10⌉ + ⌈60 / 10⌉` = 12, docs/client.md) and the resume
         // that holds.
         max_gets: 1 + 2 * (12 + 1),
+        ticks: None,
     };
     one_cell(
         "typescript-2.4.0-half-open-60s",

@@ -103,6 +103,28 @@ async def announce(count: int, ctx: Context) -> str:
     return f"announced {count}"
 
 
+@server.tool()
+async def tick(count: int, interval_ms: int, ctx: Context) -> str:
+    """Send resources/updated tick://1..count, interval_ms apart, from a task
+    of its own (so on the standalone stream); answer at once (the peer
+    matrix's standalone notifications)."""
+    session = ctx.session
+
+    async def ticks() -> None:
+        for n in range(1, count + 1):
+            await asyncio.sleep(interval_ms / 1000)
+            try:
+                await session.send_resource_updated(f"tick://{n}")
+            except Exception:
+                return
+
+    ticking.add(asyncio.create_task(ticks()))
+    return f"ticking {count}"
+
+
+ticking: set = set()
+
+
 async def release(_request):
     released.set()
     return PlainTextResponse("released")

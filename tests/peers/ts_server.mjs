@@ -115,6 +115,30 @@ function buildServer() {
       return { content: [{ type: "text", text: `announced ${count}` }] };
     },
   );
+  // The peer matrix's standalone notifications: resources/updated
+  // tick://1..count, interval_ms apart, from outside any request (so on the
+  // standalone stream); answers at once.
+  server.server.registerCapabilities({ resources: {} });
+  server.registerTool(
+    "tick",
+    {
+      description: "resources/updated tick://1..count on the standalone stream, interval_ms apart",
+      inputSchema: { count: z.number(), interval_ms: z.number() },
+    },
+    async ({ count, interval_ms }) => {
+      (async () => {
+        for (let n = 1; n <= count; n++) {
+          await sleep(interval_ms);
+          try {
+            await server.server.sendResourceUpdated({ uri: `tick://${n}` });
+          } catch {
+            return;
+          }
+        }
+      })();
+      return { content: [{ type: "text", text: `ticking ${count}` }] };
+    },
+  );
   return server;
 }
 

@@ -15,7 +15,12 @@
 //!
 //! Ranked ok > typed > the rest: where the fork ranks below upstream the
 //! cell is a `BUG`; where the fork is not `ok`, or reported a standalone
-//! discontinuity (every cell is a healthy run), a `FAIL`.
+//! discontinuity with nothing lost (every cell is a healthy run), a `FAIL`.
+//! A plan's standalone notifications ([`Ticks`]) are checked too: copies
+//! where upstream's client received none, or a loss with no
+//! discontinuity reported where upstream's client lost none, is a `FAIL`;
+//! lost where upstream's client got them all, a `BUG`. A loss or copy both
+//! clients show is the server's doing and is recorded ([`CellRecord::notes`]).
 
 use std::any::Any;
 use std::net::SocketAddr;
@@ -151,6 +156,19 @@ pub struct Plan {
     /// fork's client may send in the cell: an answer after a reconnect
     /// loop is a failure, not a pass.
     pub max_gets: usize,
+    /// Notifications the server sends on the client's standalone stream
+    /// during the cell (the `tick` tool), checked for loss and copies.
+    pub ticks: Option<Ticks>,
+}
+
+/// The standalone notifications of a cell: `tick://1..=count`, one every
+/// `every`, from the cell's start.
+#[derive(Clone, Copy, Debug)]
+pub struct Ticks {
+    /// How many.
+    pub count: u32,
+    /// The time between two.
+    pub every: Duration,
 }
 
 /// What a row's server can deliver after a cut.
@@ -371,7 +389,53 @@ pub struct ClientRecord {
     pub conflicts: usize,
     /// Why it never got to its calls.
     pub detail: Option<String>,
+    /// Its standalone notifications, where the plan has them.
+    pub ticks: Option<TickRecord>,
 }
+
+/// The standalone notifications one client received in a cell.
+#[derive(Clone, Debug, Serialize)]
+pub struct TickRecord {
+    /// How many the server was asked to send.
+    pub sent: u32,
+    /// The tick numbers received, in arrival order, duplicates included.
+    pub received: Vec<u32>,
+    /// Those never received.
+    pub lost: Vec<u32>,
+    /// Receptions beyond the first of the same tick.
+    pub duplicated: usize,
+    /// Why the server was not asked (its `tick` call failed).
+    pub detail: Option<String>,
+}
+
+impl TickRecord {
+    fn of(sent: u32, received: Vec<u32>) -> Self {
+        let mut distinct = received.clone();
+        distinct.sort_unstable();
+        distinct.dedup();
+        let lost = (1..=sent).filter(|n| !distinct.contains(n)).collect();
+        Self {
+            sent,
+            duplicated: received.len() - distinct.len(),
+            received,
+            lost,
+            detail: None,
+        }
+    }
+
+    fn failed(sent: u32, detail: String) -> Self {
+        Self {
+            sent,
+            received: Vec::new(),
+            lost: (1..=sent).collect(),
+            duplicated: 0,
+            detail: Some(detail),
+        }
+    }
+}
+
+/// How long the last standalone notification may take past its time.
+const TICK_GRACE: Duration = Duration::from_secs(5);
 
 impl ClientRecord {
     fn failed(client: Client, outcome: Outcome, detail: String) -> Self {
@@ -387,6 +451,7 @@ impl ClientRecord {
             cut_connections: 0,
             conflicts: 0,
             detail: Some(detail),
+            ticks: None,
         }
     }
 
@@ -437,6 +502,9 @@ pub struct CellRecord {
     pub verdict: &'static str,
     /// Each shortfall, in words.
     pub problems: Vec<String>,
+    /// What the cell recorded without failing it: a loss or copy of
+    /// standalone notifications that upstream's client shows as well.
+    pub notes: Vec<String>,
 }
 
 impl CellRecord {
@@ -449,6 +517,7 @@ impl CellRecord {
             upstream: None,
             verdict: "n/a",
             problems: Vec::new(),
+            notes: Vec::new(),
         }
     }
 }
@@ -606,6 +675,14 @@ pub async fn run_client(
         proxy.churn(seed, min, max);
     }
     let peer = connected.service.peer().clone();
+    let ticking = match plan.ticks {
+        Some(ticks) => Some((
+            ticks,
+            Instant::now(),
+            start_ticks(&peer, ticks, deadline).await,
+        )),
+        None => None,
+    };
     let started = Instant::now();
     let mut last_answer = started;
     let mut calls = Vec::new();
@@ -675,6 +752,16 @@ pub async fn run_client(
         .map(|c| c.outcome)
         .min_by_key(|o| o.rank())
         .unwrap_or(Outcome::Error);
+    let ticks = match ticking {
+        Some((ticks, _, Err(detail))) => Some(TickRecord::failed(ticks.count, detail)),
+        Some((ticks, began, Ok(()))) => {
+            let due = began + ticks.every * ticks.count + TICK_GRACE;
+            let wait = due.saturating_duration_since(Instant::now());
+            let received = connected.log.until_ticks(ticks.count, wait).await;
+            Some(TickRecord::of(ticks.count, received))
+        }
+        None => None,
+    };
     let discontinuities = gaps.lock().unwrap_or_else(|p| p.into_inner()).clone();
     drop(connected);
     ClientRecord {
@@ -689,6 +776,27 @@ pub async fn run_client(
         cut_connections: proxy.as_ref().map_or(0, Proxy::cut_connections),
         conflicts: proxy.as_ref().map_or(0, Proxy::conflicts),
         detail: None,
+        ticks,
+    }
+}
+
+/// Asks the server for the plan's standalone notifications (the `tick`
+/// tool answers at once and sends them from a task of its own).
+async fn start_ticks(
+    peer: &rmcp::Peer<RoleClient>,
+    ticks: Ticks,
+    deadline: tokio::time::Instant,
+) -> Result<(), String> {
+    let params: CallToolRequestParams = serde_json::from_value(json!({
+        "name": "tick",
+        "arguments": { "count": ticks.count, "interval_ms": ticks.every.as_millis() as u64 },
+    }))
+    .map_err(|e| format!("tick params: {e}"))?;
+    match tokio::time::timeout_at(deadline, peer.call_tool(params)).await {
+        Ok(Ok(result)) if first_text(&result).is_some_and(|t| t.starts_with("ticking")) => Ok(()),
+        Ok(Ok(result)) => Err(format!("tick answered {:?}", first_text(&result))),
+        Ok(Err(e)) => Err(format!("tick failed: {e}")),
+        Err(_) => Err("tick: no answer".to_owned()),
     }
 }
 
@@ -751,7 +859,8 @@ pub fn judge(
             fork.why()
         ));
     }
-    if !fork.discontinuities.is_empty() {
+    let lost = fork.ticks.as_ref().is_some_and(|t| !t.lost.is_empty());
+    if !fork.discontinuities.is_empty() && !lost {
         if verdict == "ok" {
             verdict = "FAIL";
         }
@@ -760,6 +869,62 @@ pub fn judge(
             fork.discontinuities.join(" | ")
         ));
     }
+    let mut notes = Vec::new();
+    if let Some(ticks) = &fork.ticks {
+        // What upstream's client, on the same server and path, got: a loss
+        // or copy it shares is the server's doing (or its revision's), and
+        // is recorded; one the fork adds is the fork's.
+        let theirs = upstream.ticks.as_ref().filter(|t| t.detail.is_none());
+        let lost_there = theirs.map(|t| !t.lost.is_empty());
+        if let Some(detail) = &ticks.detail {
+            if verdict == "ok" {
+                verdict = "FAIL";
+            }
+            problems.push(format!("standalone notifications not started: {detail}"));
+        } else if lost && plan.server.comparable() && lost_there == Some(false) {
+            verdict = "BUG";
+            problems.push(format!(
+                "BUG: upstream's client got every standalone notification; the fork's lost {:?} \
+                 of {}",
+                ticks.lost, ticks.sent
+            ));
+        } else if lost && fork.discontinuities.is_empty() {
+            let said = format!(
+                "standalone notifications {:?} of {} lost and no discontinuity reported",
+                ticks.lost, ticks.sent
+            );
+            if lost_there == Some(true) {
+                notes.push(format!(
+                    "{said}; upstream's client lost {:?} too",
+                    theirs.map(|t| &t.lost)
+                ));
+            } else {
+                if verdict == "ok" {
+                    verdict = "FAIL";
+                }
+                problems.push(said);
+            }
+        }
+        if ticks.duplicated > 0 {
+            let said = format!(
+                "{} standalone notification(s) received twice: {:?}",
+                ticks.duplicated, ticks.received
+            );
+            let theirs_too = theirs.map_or(0, |t| t.duplicated);
+            // Counts vary with timing where both clients follow the same
+            // rules (under 2026-07-28 the fork leaves the standalone stream
+            // to upstream's worker): only a copy where upstream's client
+            // got none is the fork's.
+            if !plan.server.comparable() || theirs_too > 0 {
+                notes.push(format!("{said}; upstream's client {theirs_too}"));
+            } else {
+                if verdict == "ok" {
+                    verdict = "FAIL";
+                }
+                problems.push(format!("{said}; upstream's client {theirs_too}"));
+            }
+        }
+    }
     CellRecord {
         shape,
         na: None,
@@ -767,6 +932,7 @@ pub fn judge(
         upstream: Some(upstream),
         verdict,
         problems,
+        notes,
     }
 }
 
@@ -860,6 +1026,9 @@ pub fn report(record: &RowRecord) -> anyhow::Result<()> {
             eprintln!("      {problem}");
             problems.push(format!("{} / {}: {problem}", record.row, cell.shape));
         }
+        for note in &cell.notes {
+            eprintln!("      recorded: {note}");
+        }
     }
     anyhow::ensure!(
         problems.is_empty(),
@@ -883,6 +1052,7 @@ mod tests {
             limit: Duration::from_secs(5),
             server: Delivers::Everything,
             max_gets,
+            ticks: None,
         }
     }
 
@@ -940,5 +1110,80 @@ mod tests {
             ok(Client::Upstream, 3, 2),
         );
         assert_eq!(cut.verdict, "ok", "{:?}", cut.problems);
+    }
+
+    fn ticked(client: Client, received: &[u32], gaps: &[&str]) -> ClientRecord {
+        ClientRecord {
+            ticks: Some(TickRecord::of(4, received.to_vec())),
+            discontinuities: gaps.iter().map(|g| (*g).to_owned()).collect(),
+            ..ok(client, 1, 0)
+        }
+    }
+
+    #[test]
+    fn standalone_notifications_lost_silently_or_twice_fail_the_cell() {
+        let judged = |fork: ClientRecord, upstream: ClientRecord| {
+            let verdict = judge("s", &plan(false, 4), fork, upstream);
+            (verdict.verdict, verdict.problems.join(" | "))
+        };
+        let whole = [1, 2, 3, 4];
+        assert_eq!(
+            judged(
+                ticked(Client::Fork, &whole, &[]),
+                ticked(Client::Upstream, &whole, &[])
+            )
+            .0,
+            "ok"
+        );
+        // Lost without a word where upstream's client lost nothing: the
+        // fork's silent gap (upstream's client got them all: worse still).
+        let silent = ClientRecord {
+            ticks: None,
+            ..ok(Client::Upstream, 1, 0)
+        };
+        let (verdict, why) = judged(ticked(Client::Fork, &[1, 4], &[]), silent);
+        assert_eq!(verdict, "FAIL", "{why}");
+        assert!(why.contains("[2, 3] of 4 lost"), "{why}");
+        // Lost without a word by both clients: the server's, recorded.
+        let shared = judge(
+            "s",
+            &plan(false, 4),
+            ticked(Client::Fork, &[1, 4], &[]),
+            ticked(Client::Upstream, &[1, 4], &[]),
+        );
+        assert_eq!(shared.verdict, "ok", "{:?}", shared.problems);
+        assert!(shared.notes[0].contains("lost"), "{:?}", shared.notes);
+        // Lost and reported, where upstream's client lost them too: recorded.
+        let (verdict, why) = judged(
+            ticked(Client::Fork, &[1, 4], &["stream from 1 to 4"]),
+            ticked(Client::Upstream, &[1, 4], &[]),
+        );
+        assert_eq!(verdict, "ok", "{why}");
+        // Lost where upstream's client got them all: worse than upstream.
+        let (verdict, why) = judged(
+            ticked(Client::Fork, &[1, 4], &["stream from 1 to 4"]),
+            ticked(Client::Upstream, &whole, &[]),
+        );
+        assert_eq!(verdict, "BUG", "{why}");
+        // Received twice, where upstream's client was not.
+        let (verdict, why) = judged(
+            ticked(Client::Fork, &[1, 2, 2, 3, 4], &[]),
+            ticked(Client::Upstream, &whole, &[]),
+        );
+        assert_eq!(verdict, "FAIL", "{why}");
+        assert!(why.contains("received twice"), "{why}");
+        // The same copy in both clients: the server's replay, recorded.
+        let (verdict, why) = judged(
+            ticked(Client::Fork, &[1, 2, 2, 3, 4], &[]),
+            ticked(Client::Upstream, &[1, 2, 2, 3, 4], &[]),
+        );
+        assert_eq!(verdict, "ok", "{why}");
+        // A discontinuity with nothing lost is still false.
+        let (verdict, why) = judged(
+            ticked(Client::Fork, &whole, &["stream from 1 to 4"]),
+            ticked(Client::Upstream, &whole, &[]),
+        );
+        assert_eq!(verdict, "FAIL", "{why}");
+        assert!(why.contains("false discontinuity"), "{why}");
     }
 }

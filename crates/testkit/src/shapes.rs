@@ -10,6 +10,7 @@
 //! | `quiet {ms}` | `1`, then nothing for `ms`, then `2` | `quiet {ms}` |
 //! | `poll {ms}` | `1`, the call's connection closed (SEP-1699), `2` after `ms` | `poll {ms}` |
 //! | `stream {count, interval_ms}` | `1..=count`, `interval_ms` apart | `streamed {count}` |
+//! | `tick {count, interval_ms}` | none: `resources/updated` `tick://1..=count`, `interval_ms` apart, on the standalone stream, from a task of its own | `ticking {count}`, at once |
 //!
 //! `poll` closes its own request's connection through the fork's
 //! `LocalSessionHandle::close_request_connection`, so it polls on the fork's
@@ -207,6 +208,26 @@ impl ShapesServer {
             }
         }
         format!("streamed {count}")
+    }
+
+    #[tool(
+        description = "Send `count` resources/updated notifications `tick://1`, `tick://2`, … `interval_ms` apart on the standalone stream, from a task of their own; answer at once"
+    )]
+    fn tick(
+        &self,
+        peer: Peer<RoleServer>,
+        Parameters(StreamArgs { count, interval_ms }): Parameters<StreamArgs>,
+    ) -> String {
+        tokio::spawn(async move {
+            for n in 1..=count {
+                tokio::time::sleep(Duration::from_millis(interval_ms)).await;
+                let param = crate::line::resource_updated(format!("tick://{n}"));
+                if peer.notify_resource_updated(param).await.is_err() {
+                    break;
+                }
+            }
+        });
+        format!("ticking {count}")
     }
 }
 

@@ -1,5 +1,6 @@
 //! [`Recorded`]: a client transport that notes every progress notification
-//! in the order the client's transport hands it over, before rmcp's service
+//! (and every `tick://N` resource update) in the order the client's
+//! transport hands it over, before rmcp's service
 //! dispatches it. A [`ClientHandler`](rmcp::ClientHandler) cannot tell that
 //! order (each notification's handler runs in a task of its own, see
 //! [`ProgressRecorder`](crate::progress::ProgressRecorder)); this can, and
@@ -24,6 +25,9 @@ use tokio::sync::Notify;
 #[derive(Clone, Debug, Default)]
 pub struct WireLog {
     seen: Arc<Mutex<Vec<(String, f64, Instant)>>>,
+    /// The numbers of the `tick://N` resource updates (the `tick` tool's,
+    /// on the standalone stream), in arrival order, duplicates included.
+    ticks: Arc<Mutex<Vec<u32>>>,
     noted: Arc<Notify>,
 }
 
@@ -62,6 +66,30 @@ impl WireLog {
         self.since(mark)
     }
 
+    /// The tick numbers received so far, in arrival order.
+    pub fn ticks(&self) -> Vec<u32> {
+        self.ticks.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Waits until ticks `1..=count` have all arrived, or `limit` passes;
+    /// returns the ticks received, in arrival order.
+    pub async fn until_ticks(&self, count: u32, limit: Duration) -> Vec<u32> {
+        let waiting = async {
+            loop {
+                let noted = self.noted.notified();
+                let mut seen = self.ticks();
+                seen.sort_unstable();
+                seen.dedup();
+                if seen.len() >= count as usize {
+                    return;
+                }
+                noted.await;
+            }
+        };
+        let _ = tokio::time::timeout(limit, waiting).await;
+        self.ticks()
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, Vec<(String, f64, Instant)>> {
         self.seen.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -70,6 +98,19 @@ impl WireLog {
         let JsonRpcMessage::Notification(notification) = message else {
             return;
         };
+        if let ServerNotification::ResourceUpdatedNotification(updated) = &notification.notification
+        {
+            if let Some(n) = updated
+                .params
+                .uri
+                .strip_prefix("tick://")
+                .and_then(|n| n.parse().ok())
+            {
+                self.ticks.lock().unwrap_or_else(|p| p.into_inner()).push(n);
+                self.noted.notify_waiters();
+            }
+            return;
+        }
         let ServerNotification::ProgressNotification(progress) = &notification.notification else {
             return;
         };

@@ -627,3 +627,45 @@ async fn a_primed_resume_that_stays_quiet_is_refreshed_from_the_last_message() {
     assert_eq!(ids(&messages), ["s:8"]);
     assert_eq!(log.cursors(), [cut_after("s:5"), cut_after("s:5")]);
 }
+
+/// A standalone notification on upstream rmcp 1.8's server, as the peer
+/// matrix's standalone notifications found it: the stream primes with id
+/// `0`, numbers its first event `0` too, and a resume replays from the
+/// cursor's own event. The copy of the last event delivered is dropped,
+/// whatever the priming did to the first id.
+fn tick(id: &str, n: u32) -> Sse {
+    message(
+        id,
+        &format!(
+            r#"{{"jsonrpc":"2.0","method":"notifications/resources/updated","params":{{"uri":"tick://{n}"}}}}"#
+        ),
+    )
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_standalone_replay_from_the_cursors_own_event_delivers_no_copy() {
+    let (script, log) = Script::new(
+        vec![
+            Answer::Break(vec![priming("0", 3000), tick("0", 1), tick("1", 2)]),
+            Answer::Frames(vec![tick("1", 2), tick("2", 3)]),
+        ],
+        || Answer::Stall(vec![]),
+    );
+    let stream = resuming_sse_stream(
+        None,
+        None,
+        script,
+        StreamScope::Standalone,
+        fixed(Some(3), 1000),
+        ResumeConfig::default(),
+    );
+    let (messages, error) = read_for(stream, Duration::from_secs(30)).await;
+    assert!(error.is_none(), "{error:?}");
+    let ticks: Vec<&str> = messages.iter().filter_map(|m| m.data.as_deref()).collect();
+    assert_eq!(
+        ticks.len(),
+        3,
+        "ticks delivered: {ticks:#?}; cursors sent: {:?}",
+        log.cursors()
+    );
+}
