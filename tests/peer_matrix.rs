@@ -384,6 +384,40 @@ async fn rmcp_1_8_0() -> anyhow::Result<()> {
         .map(drop)
 }
 
+/// How long the `504` cell's proxy waits for a response to pass anything.
+const GATEWAY_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Issue 42's buffering proxy that answers `504` after a minute (nginx's
+/// `proxy_read_timeout` over a buffered event stream; a load balancer's
+/// response timeout): a 70 s quiet call's `POST` and every standalone `GET`
+/// meet `504` at 60 s. No client can have the answer; each must fail the
+/// call once, without a reconnect loop: at most 4 `GET`s (the standalone
+/// stream's first, and its retries after its own `504`), within the
+/// timeout plus the cell's slack.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_buffering_proxy_answering_504_after_a_minute_ends_the_call_within_bounds()
+-> anyhow::Result<()> {
+    let server = rmcp_3(Side::Fork).await?;
+    let plan = Plan {
+        path: PathKind::BufferingTimeout(GATEWAY_TIMEOUT),
+        calls: vec![quiet(70_000)],
+        cut_after_first_progress: None,
+        limit: GATEWAY_TIMEOUT + CELL_SLACK,
+        server: Delivers::GatewayTimeout,
+        max_gets: 4,
+        ticks: None,
+    };
+    let label = "rmcp-resume (this fork): `quiet 70000` behind a buffering proxy that answers `504` after 60 s (the fork's default config)";
+    one_cell(
+        "rmcp-resume-buffering-504",
+        label,
+        "buffered",
+        &server,
+        &plan,
+    )
+    .await
+}
+
 /// Upstream 0.17 answers a resume it cannot replay with `500` (0.15 and
 /// 0.16 too), and keeps no standalone events past its channel: the row the
 /// original report's fleet ran, with standalone notifications in each cell.

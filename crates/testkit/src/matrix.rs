@@ -125,6 +125,9 @@ pub enum PathKind {
     SessionLost,
     /// Responses held until 64 KiB or their end ([`BufferingProxy`]).
     Buffering,
+    /// [`Buffering`](Self::Buffering), and a response that passed nothing
+    /// on within this long answered `504` ([`BufferingProxy::start_with`]).
+    BufferingTimeout(Duration),
     /// Connections closed at random (`seed`, lifetimes in `min..max`), from
     /// the first call on: the handshake goes through whole.
     Churn {
@@ -184,6 +187,10 @@ pub enum Delivers {
     /// another session's events, which no client can tell from its own,
     /// so a partial answer is recorded, not failed.
     OtherSessionsEvents,
+    /// A proxy answers `504` before the call can end: no client can have
+    /// the answer, and a failure, typed or not, within the cell's bounds
+    /// passes.
+    GatewayTimeout,
 }
 
 impl Delivers {
@@ -204,6 +211,7 @@ impl Delivers {
                     Delivers::OtherSessionsEvents,
                     Outcome::Typed | Outcome::Partial
                 )
+                | (Delivers::GatewayTimeout, Outcome::Typed | Outcome::Error)
         )
     }
 }
@@ -379,8 +387,8 @@ pub struct ClientRecord {
     /// `GET`s with `Last-Event-ID` sent through the proxy (not counted
     /// through the buffering proxy).
     pub resumes: usize,
-    /// Every `GET` sent through the proxy, resumes included (not counted
-    /// through the buffering proxy).
+    /// Every `GET` sent through the proxy, resumes included (the
+    /// buffering proxy counts them too, but not which resume).
     pub gets: usize,
     /// Connections the plan's cut closed (0 where the plan cuts nothing).
     pub cut_connections: usize,
@@ -646,11 +654,24 @@ pub async fn run_client(
     let ct = CancellationToken::new();
     let _stop = ct.clone().drop_guard();
     let deadline = tokio::time::Instant::now() + plan.limit;
+    let mut buffering = None;
     let (addr, proxy) = match plan.path {
-        PathKind::Buffering => match BufferingProxy::start(target, ct.clone()).await {
-            Ok(buffering) => (buffering.addr, None),
-            Err(e) => return ClientRecord::failed(client, Outcome::Error, format!("proxy: {e}")),
-        },
+        PathKind::Buffering | PathKind::BufferingTimeout(_) => {
+            let timeout = match plan.path {
+                PathKind::BufferingTimeout(after) => Some(after),
+                _ => None,
+            };
+            match BufferingProxy::start_with(target, ct.clone(), timeout).await {
+                Ok(proxy) => {
+                    let addr = proxy.addr;
+                    buffering = Some(proxy);
+                    (addr, None)
+                }
+                Err(e) => {
+                    return ClientRecord::failed(client, Outcome::Error, format!("proxy: {e}"));
+                }
+            }
+        }
         _ => match Proxy::start(target, "notifications/progress", ct.clone()).await {
             Ok(proxy) => (proxy.addr, Some(proxy)),
             Err(e) => return ClientRecord::failed(client, Outcome::Error, format!("proxy: {e}")),
@@ -772,7 +793,11 @@ pub async fn run_client(
         discontinuities,
         path_cuts: proxy.as_ref().map_or(0, Proxy::cuts),
         resumes: proxy.as_ref().map_or(0, Proxy::resumes),
-        gets: proxy.as_ref().map_or(0, Proxy::gets),
+        gets: proxy
+            .as_ref()
+            .map(Proxy::gets)
+            .or_else(|| buffering.as_ref().map(BufferingProxy::gets))
+            .unwrap_or(0),
         cut_connections: proxy.as_ref().map_or(0, Proxy::cut_connections),
         conflicts: proxy.as_ref().map_or(0, Proxy::conflicts),
         detail: None,
