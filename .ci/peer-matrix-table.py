@@ -40,6 +40,7 @@ ROWS = [
     ("typescript-1.32.2-45s-cut", "TypeScript SDK 1.32.2, `quiet 45000` cut once (the fork's default config)"),
     ("typescript-1.32.2-session-lost", "TypeScript SDK 1.32.2, `quiet 12000`, every session forgotten 1 s in and the connection cut: a typed failure passes (the fork's default config)"),
     ("typescript-1.32.2-45s-lifetime", "TypeScript SDK 1.32.2, `quiet 45000`, 20 s lifetime (the fork's default config)"),
+    ("rmcp-resume-sampling", "rmcp-resume (this fork): `quiet 4000` and `sample 4000` at once, a sampling request to the client, every connection cut 1 s in: each request answered once (the fork's default config)"),
     ("rmcp-resume-buffering-504", "rmcp-resume (this fork): `quiet 70000` behind a buffering proxy that answers `504` after 60 s: a failure within bounds passes (the fork's default config)"),
     ("rmcp-3.11.0-blackhole-after-keep-alives", "rmcp 3.11.0 (upstream): `quiet 120000`, its connections blackholed 40 s in, after two keep-alives (the fork's default config)"),
 ]

@@ -413,6 +413,8 @@ async fn quiet_45s(
         // reconnect loop's.
         max_gets: 12,
         ticks: None,
+        together: false,
+        samplings: 0,
     };
     let cell = matrix::run_cell(shape, server.addr, &plan, matrix::ForkConfig::Default).await;
     let record = matrix::RowRecord {

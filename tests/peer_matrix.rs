@@ -40,7 +40,7 @@ use std::time::Duration;
 
 use rmcp_resume_testkit::matrix::{
     self, CellRecord, Delivers, ForkConfig, PathKind, Plan, RowRecord, RowServer, Ticks, poll,
-    quick, quiet, stream,
+    quick, quiet, sample, stream,
 };
 use rmcp_resume_testkit::{Side, TestServer};
 
@@ -138,6 +138,8 @@ impl Shape {
             server: Delivers::Everything,
             max_gets: 0,
             ticks: self.ticks(),
+            together: false,
+            samplings: 0,
         };
         match self {
             Shape::Quick => Plan {
@@ -384,6 +386,32 @@ async fn rmcp_1_8_0() -> anyhow::Result<()> {
         .map(drop)
 }
 
+/// Issue 42's two calls in flight and a sampling request across one cut:
+/// `quiet 4000` and `sample 4000` at once against the fork's server; the
+/// sampling request goes to the client at once, every connection is cut
+/// 1 s after the first progress, and both calls must answer whole with the
+/// request answered exactly once (a server-to-client request replayed
+/// after the cut and answered again would be a second sample), within 8
+/// `GET`s (the standalone stream's first and its resume, each call's
+/// resume, room for one more each).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_calls_and_a_sampling_request_across_one_cut() -> anyhow::Result<()> {
+    let server = rmcp_3(Side::Fork).await?;
+    let plan = Plan {
+        path: PathKind::Plain,
+        calls: vec![quiet(4_000), sample(4_000)],
+        cut_after_first_progress: Some(Duration::from_secs(1)),
+        limit: CELL_SLACK + Duration::from_secs(4),
+        server: Delivers::Everything,
+        max_gets: 8,
+        ticks: None,
+        together: true,
+        samplings: 1,
+    };
+    let label = "rmcp-resume (this fork): `quiet 4000` and `sample 4000` at once, a sampling request to the client, every connection cut 1 s in (the fork's default config)";
+    one_cell("rmcp-resume-sampling", label, "quiet", &server, &plan).await
+}
+
 /// How long the `504` cell's proxy waits for a response to pass anything.
 const GATEWAY_TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -406,6 +434,8 @@ async fn a_buffering_proxy_answering_504_after_a_minute_ends_the_call_within_bou
         server: Delivers::GatewayTimeout,
         max_gets: 4,
         ticks: None,
+        together: false,
+        samplings: 0,
     };
     let label = "rmcp-resume (this fork): `quiet 70000` behind a buffering proxy that answers `504` after 60 s (the fork's default config)";
     one_cell(
@@ -512,6 +542,8 @@ async fn a_blackholed_connection_under_a_quiet_tool_is_found_and_resumed() -> an
         // The call's resume and the standalone stream's, and a few more.
         max_gets: 8,
         ticks: None,
+        together: false,
+        samplings: 0,
     };
     one_cell(
         "rmcp-3.11.0-blackhole",
@@ -547,6 +579,8 @@ async fn a_blackholed_connection_after_its_keep_alives_is_found_and_resumed() ->
         // Measured (2026-12-06): 5.
         max_gets: MAX_BLACKHOLE_GETS,
         ticks: None,
+        together: false,
+        samplings: 0,
     };
     one_cell(
         "rmcp-3.11.0-blackhole-after-keep-alives",
@@ -579,6 +613,8 @@ async fn a_session_lost_mid_call_ends_the_call_typed() -> anyhow::Result<()> {
         server: Delivers::NothingAfterACut,
         max_gets: 4,
         ticks: None,
+        together: false,
+        samplings: 0,
     };
     one_cell(
         "typescript-1.32.2-session-lost",
@@ -617,6 +653,8 @@ async fn a_minute_half_open_against_typescript_2_is_waited_out_within_bounds() -
         // that holds.
         max_gets: 1 + 2 * (12 + 1),
         ticks: None,
+        together: false,
+        samplings: 0,
     };
     one_cell(
         "typescript-2.4.0-half-open-60s",

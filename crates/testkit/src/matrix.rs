@@ -80,6 +80,20 @@ pub fn quiet(ms: u64) -> Call {
     }
 }
 
+/// `sample {ms}`: progress 11, a sampling request the client answers with
+/// [`SAMPLED`], progress 12 `ms` later, the answer.
+pub fn sample(ms: u64) -> Call {
+    Call {
+        tool: "sample",
+        args: json!({ "ms": ms }),
+        text: format!("sampled {SAMPLED}"),
+        progress: vec![11.0, 12.0],
+    }
+}
+
+/// What the matrix's clients answer every sampling request with.
+pub const SAMPLED: &str = "matrix";
+
 /// `poll {ms}`: progress 1, the server closes the call's stream itself
 /// (SEP-1699), progress 2 `ms` later, the answer.
 pub fn poll(ms: u64) -> Call {
@@ -162,6 +176,12 @@ pub struct Plan {
     /// Notifications the server sends on the client's standalone stream
     /// during the cell (the `tick` tool), checked for loss and copies.
     pub ticks: Option<Ticks>,
+    /// The calls go out at once, not one after the other; each finds its
+    /// progress values by their numbers, which then must differ per call.
+    pub together: bool,
+    /// Sampling requests the server sends in the cell: each must be
+    /// answered exactly once.
+    pub samplings: usize,
 }
 
 /// The standalone notifications of a cell: `tick://1..=count`, one every
@@ -246,9 +266,56 @@ pub enum ForkConfig {
     Default,
 }
 
+/// The matrix's client handler: rmcp's default client, which declares
+/// sampling and answers every sampling request with [`SAMPLED`], counting
+/// its answers (a server-to-client request replayed after a cut must not be
+/// answered twice).
+#[derive(Clone)]
+// Sampling is deprecated by SEP-2577, and still what 2025-11-25 clients
+// answer: the matrix checks a server-to-client request across a cut.
+#[allow(deprecated)]
+struct Sampler {
+    info: ClientConfig,
+    answered: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl Sampler {
+    fn new() -> Self {
+        let mut info = serde_json::to_value(ClientConfig::default()).unwrap_or_default();
+        info["capabilities"]["sampling"] = json!({});
+        Self {
+            info: serde_json::from_value(info).unwrap_or_default(),
+            answered: Arc::default(),
+        }
+    }
+}
+
+#[allow(deprecated)]
+impl rmcp::ClientHandler for Sampler {
+    async fn create_message(
+        &self,
+        _params: rmcp::model::CreateMessageRequestParams,
+        _context: rmcp::service::RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::CreateMessageResult, rmcp::ErrorData> {
+        self.answered
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        serde_json::from_value(json!({
+            "model": "matrix",
+            "role": "assistant",
+            "content": { "type": "text", "text": SAMPLED },
+        }))
+        .map_err(|e| rmcp::ErrorData::internal_error(e.to_string(), None))
+    }
+
+    fn get_info(&self) -> ClientConfig {
+        self.info.clone()
+    }
+}
+
 struct Connected {
-    service: RunningService<RoleClient, ClientConfig>,
+    service: RunningService<RoleClient, Sampler>,
     log: WireLog,
+    sampled: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 /// Connects a client of `client`'s kind to `url`; the fork's (observed)
@@ -259,16 +326,18 @@ async fn connect(
     config: ForkConfig,
     gaps: Arc<Mutex<Vec<String>>>,
 ) -> anyhow::Result<Connected> {
+    let sampler = Sampler::new();
+    let sampled = sampler.answered.clone();
     let (service, log) = match (client, config) {
         (Client::Upstream, _) => {
             let transport = upstream::transport::StreamableHttpClientTransport::from_uri(url);
             let (recorded, log) = Recorded::new(transport);
-            (ClientConfig::default().serve(recorded).await?, log)
+            (sampler.clone().serve(recorded).await?, log)
         }
         (Client::Fork, ForkConfig::Default) => {
             let transport = rmcp::transport::StreamableHttpClientTransport::from_uri(url);
             let (recorded, log) = Recorded::new(transport);
-            (ClientConfig::default().serve(recorded).await?, log)
+            (sampler.clone().serve(recorded).await?, log)
         }
         (Client::Fork, ForkConfig::Observed) => {
             use rmcp::transport::common::client_side_sse::ResumeConfig;
@@ -288,10 +357,14 @@ async fn connect(
                 resume,
             );
             let (recorded, log) = Recorded::new(transport);
-            (ClientConfig::default().serve(recorded).await?, log)
+            (sampler.clone().serve(recorded).await?, log)
         }
     };
-    Ok(Connected { service, log })
+    Ok(Connected {
+        service,
+        log,
+        sampled,
+    })
 }
 
 // ---------------------------------------------------------------- records
@@ -399,6 +472,8 @@ pub struct ClientRecord {
     pub detail: Option<String>,
     /// Its standalone notifications, where the plan has them.
     pub ticks: Option<TickRecord>,
+    /// Sampling requests it answered.
+    pub sampled: usize,
 }
 
 /// The standalone notifications one client received in a cell.
@@ -460,6 +535,7 @@ impl ClientRecord {
             conflicts: 0,
             detail: Some(detail),
             ticks: None,
+            sampled: 0,
         }
     }
 
@@ -705,68 +781,53 @@ pub async fn run_client(
         None => None,
     };
     let started = Instant::now();
-    let mut last_answer = started;
-    let mut calls = Vec::new();
-    for (n, call) in plan.calls.iter().enumerate() {
-        // rmcp's client replaces the token with one of its own; the log
-        // tells this call's values by when they came.
-        let token = format!("{}-{}", call.tool, n + 1);
-        let params: CallToolRequestParams = match serde_json::from_value(crate::line::call_params(
-            call.tool,
-            call.args.clone(),
-            &token,
-        )) {
-            Ok(params) => params,
-            Err(e) => return ClientRecord::failed(client, Outcome::Error, format!("params: {e}")),
-        };
-        let began = Instant::now();
-        let mark = connected.log.mark();
-        let answer = peer.call_tool(params);
-        let cut = async {
-            if let (Some(after), Some(proxy)) = (plan.cut_after_first_progress, &proxy) {
-                proxy.marker_seen().await;
-                tokio::time::sleep(after).await;
-                match plan.path {
-                    PathKind::HalfOpen(hold) => proxy.cut_client_side(hold),
-                    PathKind::Blackhole => proxy.blackhole(),
-                    PathKind::SessionLost => {
-                        let forget = format!("http://{target}/forget");
-                        if let Err(error) = reqwest::Client::new().post(forget).send().await {
-                            tracing::warn!(%error, "the server did not forget its sessions");
-                        }
-                        proxy.cut();
+    // One cut per cell, whatever its calls: a second wait for the marker
+    // would find the first's.
+    let cut = async {
+        if let (Some(after), Some(proxy)) = (plan.cut_after_first_progress, &proxy) {
+            proxy.marker_seen().await;
+            tokio::time::sleep(after).await;
+            match plan.path {
+                PathKind::HalfOpen(hold) => proxy.cut_client_side(hold),
+                PathKind::Blackhole => proxy.blackhole(),
+                PathKind::SessionLost => {
+                    let forget = format!("http://{target}/forget");
+                    if let Err(error) = reqwest::Client::new().post(forget).send().await {
+                        tracing::warn!(%error, "the server did not forget its sessions");
                     }
-                    _ => proxy.cut(),
+                    proxy.cut();
+                }
+                _ => proxy.cut(),
+            }
+        }
+        std::future::pending::<()>().await;
+    };
+    let log = &connected.log;
+    let run = async {
+        let mut calls = Vec::new();
+        if plan.together {
+            let mark = log.mark();
+            let each =
+                plan.calls.iter().enumerate().map(|(n, call)| {
+                    one_call(&peer, log, call, n, deadline, plan.limit, Some(mark))
+                });
+            calls = futures::future::join_all(each).await;
+        } else {
+            for (n, call) in plan.calls.iter().enumerate() {
+                let record = one_call(&peer, log, call, n, deadline, plan.limit, None).await;
+                let hung = record.outcome == Outcome::Hang;
+                calls.push(record);
+                if hung {
+                    break;
                 }
             }
-            std::future::pending::<()>().await;
-        };
-        let ended = tokio::time::timeout_at(deadline, async {
-            tokio::select! {
-                answer = answer => answer,
-                _ = cut => unreachable!("the cut never ends"),
-            }
-        })
-        .await
-        .ok();
-        let answered = Instant::now();
-        last_answer = answered;
-        let mut arrivals = connected.log.since(mark);
-        if matches!(ended, Some(Ok(_))) && arrivals.len() < call.progress.len() {
-            // Answered with progress missing: the rest may still be on its
-            // way (a server that sent the answer before a progress event).
-            arrivals = connected
-                .log
-                .until(mark, call.progress.len(), LATE_GRACE)
-                .await;
         }
-        let record = classify(call, ended, arrivals, began, answered, plan.limit);
-        let hung = record.outcome == Outcome::Hang;
-        calls.push(record);
-        if hung {
-            break;
-        }
-    }
+        (calls, Instant::now())
+    };
+    let (calls, last_answer) = tokio::select! {
+        done = run => done,
+        _ = cut => unreachable!("the cut never ends"),
+    };
     let elapsed = last_answer.saturating_duration_since(started);
     let outcome = calls
         .iter()
@@ -784,6 +845,7 @@ pub async fn run_client(
         None => None,
     };
     let discontinuities = gaps.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    let sampled = connected.sampled.load(std::sync::atomic::Ordering::SeqCst);
     drop(connected);
     ClientRecord {
         client: client.name(),
@@ -802,7 +864,69 @@ pub async fn run_client(
         conflicts: proxy.as_ref().map_or(0, Proxy::conflicts),
         detail: None,
         ticks,
+        sampled,
     }
+}
+
+/// Makes `call` (the plan's `n`th) and sorts how it ended. `shared`: the
+/// log's mark where calls made at once began, whose progress values each
+/// call then finds by their numbers; else each call marks its own start.
+async fn one_call(
+    peer: &rmcp::Peer<RoleClient>,
+    log: &WireLog,
+    call: &Call,
+    n: usize,
+    deadline: tokio::time::Instant,
+    limit: Duration,
+    shared: Option<usize>,
+) -> CallRecord {
+    // rmcp's client replaces the token with one of its own; the log tells
+    // this call's values by when they came (or, made at once, by number).
+    let token = format!("{}-{}", call.tool, n + 1);
+    let params: CallToolRequestParams = match serde_json::from_value(crate::line::call_params(
+        call.tool,
+        call.args.clone(),
+        &token,
+    )) {
+        Ok(params) => params,
+        Err(e) => {
+            let began = Instant::now();
+            return classify(
+                call,
+                Some(Err(ServiceError::McpError(
+                    rmcp::ErrorData::invalid_params(format!("params: {e}"), None),
+                ))),
+                Vec::new(),
+                began,
+                began,
+                limit,
+            );
+        }
+    };
+    let began = Instant::now();
+    let mark = shared.unwrap_or_else(|| log.mark());
+    let mine = |arrivals: Vec<(f64, Instant)>| -> Vec<(f64, Instant)> {
+        match shared {
+            Some(_) => arrivals
+                .into_iter()
+                .filter(|(value, _)| call.progress.contains(value))
+                .collect(),
+            None => arrivals,
+        }
+    };
+    let ended = tokio::time::timeout_at(deadline, peer.call_tool(params))
+        .await
+        .ok();
+    let answered = Instant::now();
+    let mut arrivals = mine(log.since(mark));
+    if matches!(ended, Some(Ok(_))) && arrivals.len() < call.progress.len() {
+        // Answered with progress missing: the rest may still be on its way
+        // (a server that sent the answer before a progress event).
+        let missing = call.progress.len() - arrivals.len();
+        let all = log.since(mark).len();
+        arrivals = mine(log.until(mark, all + missing, LATE_GRACE).await);
+    }
+    classify(call, ended, arrivals, began, answered, limit)
 }
 
 /// Asks the server for the plan's standalone notifications (the `tick`
@@ -882,6 +1006,16 @@ pub fn judge(
             "the fork's client: {}: {}",
             fork.outcome.words(),
             fork.why()
+        ));
+    }
+    if plan.samplings > 0 && fork.detail.is_none() && fork.sampled != plan.samplings {
+        if verdict == "ok" {
+            verdict = "FAIL";
+        }
+        problems.push(format!(
+            "the fork's client answered {} sampling request(s) of the server's {} (upstream's \
+             client: {}): a server-to-client request answered twice, or never",
+            fork.sampled, plan.samplings, upstream.sampled
         ));
     }
     let lost = fork.ticks.as_ref().is_some_and(|t| !t.lost.is_empty());
@@ -1078,6 +1212,8 @@ mod tests {
             server: Delivers::Everything,
             max_gets,
             ticks: None,
+            together: false,
+            samplings: 0,
         }
     }
 
@@ -1210,5 +1346,26 @@ mod tests {
         );
         assert_eq!(verdict, "FAIL", "{why}");
         assert!(why.contains("false discontinuity"), "{why}");
+    }
+
+    #[test]
+    fn a_sampling_request_answered_twice_or_never_fails_the_cell() {
+        let plan = Plan {
+            samplings: 1,
+            ..plan(false, 4)
+        };
+        let sampled = |client, n| ClientRecord {
+            sampled: n,
+            ..ok(client, 1, 0)
+        };
+        for (answered, verdict) in [(1, "ok"), (2, "FAIL"), (0, "FAIL")] {
+            let cell = judge(
+                "s",
+                &plan,
+                sampled(Client::Fork, answered),
+                sampled(Client::Upstream, 1),
+            );
+            assert_eq!(cell.verdict, verdict, "{answered}: {:?}", cell.problems);
+        }
     }
 }

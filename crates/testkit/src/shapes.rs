@@ -10,6 +10,7 @@
 //! | `quiet {ms}` | `1`, then nothing for `ms`, then `2` | `quiet {ms}` |
 //! | `poll {ms}` | `1`, the call's connection closed (SEP-1699), `2` after `ms` | `poll {ms}` |
 //! | `stream {count, interval_ms}` | `1..=count`, `interval_ms` apart | `streamed {count}` |
+//! | `sample {ms}` | `11`, a `sampling/createMessage` request to the client at once, `12` `ms` later | `sampled {the client's text}` |
 //! | `tick {count, interval_ms}` | none: `resources/updated` `tick://1..=count`, `interval_ms` apart, on the standalone stream, from a task of its own | `ticking {count}`, at once |
 //!
 //! `poll` closes its own request's connection through the fork's
@@ -208,6 +209,41 @@ impl ShapesServer {
             }
         }
         format!("streamed {count}")
+    }
+
+    #[tool(
+        description = "Progress 11, a sampling/createMessage request to the client at once, progress 12 `ms` later (once the client answered), then `sampled {the client's text}`"
+    )]
+    async fn sample(
+        &self,
+        meta: RequestMetaObject,
+        peer: Peer<RoleServer>,
+        Parameters(QuietArgs { ms }): Parameters<QuietArgs>,
+    ) -> String {
+        let token = meta.get_progress_token();
+        if let Some(token) = &token {
+            progress(&peer, token, 11, 12).await;
+        }
+        let asked = serde_json::from_value(serde_json::json!({
+            "messages": [{ "role": "user", "content": { "type": "text", "text": "sample" } }],
+            "maxTokens": 8,
+        }));
+        #[allow(deprecated)]
+        let text = match asked {
+            Ok(params) => match peer.create_message(params).await {
+                Ok(result) => serde_json::to_value(&result)
+                    .ok()
+                    .and_then(|v| v["content"]["text"].as_str().map(str::to_owned))
+                    .unwrap_or_else(|| "(no text)".to_owned()),
+                Err(error) => format!("(sampling failed: {error})"),
+            },
+            Err(error) => format!("(no request: {error})"),
+        };
+        tokio::time::sleep(Duration::from_millis(ms)).await;
+        if let Some(token) = &token {
+            progress(&peer, token, 12, 12).await;
+        }
+        format!("sampled {text}")
     }
 
     #[tool(
