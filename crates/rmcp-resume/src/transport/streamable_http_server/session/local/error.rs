@@ -232,3 +232,44 @@ crate::line::plain_0x! {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// On every line a case of the fork's is found again where it travels:
+    /// a variant of its own on 1.8 and later, inside `Io` on 0.x.
+    #[test]
+    fn fork_cases_are_never_lost() {
+        let error = SessionError::from(ForkSessionError::OwnershipLost);
+        let SessionError::Io(io) = &error else {
+            panic!("not carried as Io: {error:?}");
+        };
+        assert!(matches!(
+            ForkSessionError::of_io(io),
+            Some(ForkSessionError::OwnershipLost)
+        ));
+        let after = Duration::from_secs(1);
+        let worker = LocalSessionWorkerError::from(ForkSessionError::InitTimeout(after));
+        assert!(
+            worker.to_string().contains("init timeout after 1000ms"),
+            "{worker}"
+        );
+        let cursor: EventId = "3/1".parse().expect("an event id");
+        let floor: EventId = "5/1".parse().expect("an event id");
+        let below = SessionError::from(ForkSessionError::CursorBelowFloor { cursor, floor });
+        assert!(
+            below.to_string().contains("below the replay floor 5/1"),
+            "{below}"
+        );
+    }
+
+    /// A malformed id is an error on every line; on 0.x upstream's variant.
+    #[test]
+    fn malformed_event_ids_are_refused() {
+        for text in ["", "x", "7/x", "1/2/3", "-1"] {
+            let error = text.parse::<EventId>().expect_err(text);
+            assert!(!error.to_string().is_empty());
+        }
+    }
+}
