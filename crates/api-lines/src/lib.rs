@@ -18,7 +18,7 @@
 //! | `probe/server.rs` | the service's handler bound (`Service<RoleServer>`), a router, a boxed service, a hand-written service | all |
 //! | `probe/client.rs` | the client transport as upstream's alias of `WorkerTransport`, its constructors | all |
 //! | `probe/session.rs` | `LocalSessionWorkerError::KeepAliveTimeout`, the session items' types and signatures | all |
-//! | `probe/literals_0x.rs` | struct literals and exhaustive matches 0.x allows (no `#[non_exhaustive]`) | 0.15, 0.16, 0.17 |
+//! | `probe/literals_0x.rs` | struct literals (`SessionConfig` full and destructured among them) and exhaustive matches of every session enum, which 0.x allows (no `#[non_exhaustive]`) | 0.15, 0.16, 0.17 |
 //! | `probe/defaults_0x.rs`, `probe/defaults_1x.rs` | `SessionConfig::default()` | 0.x; 1.8 and 2.2 |
 
 // The probes are application code, written as upstream lets applications

@@ -28,6 +28,10 @@
 //! | `with_event_store!`, `with_event_store_variant!` | the items (and `SessionError`'s variant) of the event-store API | dropped |
 //! | `with_response_limits!`, `with_control_queue!` | the client methods that take limits; the worker's control-queue hooks | dropped |
 //! | `get_session_type!`, `get_session` | `get_stream`'s optional session | 1.8's required session |
+//! | `with_fork_fields!` | `SessionConfig` with upstream's fields and the fork's, `#[non_exhaustive]` | the same; 0.17, 0.16 and 0.15: upstream's two fields only (the fork's are `ReplaySettings`) |
+//! | `with_fork_variants!` | the session enums with upstream's variants and the fork's | the same; 0.17, 0.16 and 0.15: upstream's variants only (the fork's cases travel as `ForkSessionError`) |
+//! | `with_fork_command!` | `SessionEvent` with the fork's variants, and the worker's channel carries it | the same; 0.17, 0.16 and 0.15: `SessionEvent` is upstream's, the channel carries a private enum of both |
+//! | `plain_0x!` | its second items | the same; 0.17, 0.16 and 0.15: its first (`ReplaySessionManager` a type of its own, the fork's errors as `Io`) |
 //! | `with_session_store!`, `session_store` | the items of the session store; the config's store | kept, the config's store; 0.17, 0.16 and 0.15: dropped, never a store |
 //! | `idle_quit`, `sse_event`, `sse_message`, `priming`, `error_request_id`, `is_session_expired` | upstream's spellings | the same; 0.17, 0.16 and 0.15: what they have instead |
 //! | `delete_and_get_stream!` | the guard's `delete_session` and `get_stream`, with custom headers | the same; 0.16 and 0.15: without (their trait's `GET` and `DELETE` take none) |

@@ -26,7 +26,7 @@ use rmcp::{
         SetLevelRequestParams, SubscribeRequestParams, UnsubscribeRequestParams,
     },
     service::RequestContext,
-    transport::streamable_http_server::session::local::LocalSessionManager,
+    transport::streamable_http_server::session::local::ReplaySessionManager,
 };
 use serde::de::DeserializeOwned;
 
@@ -48,12 +48,12 @@ pub const POLL_RETRY: Duration = Duration::from_millis(500);
 /// that `test_reconnection` can close its own request's connection.
 #[derive(Debug, Clone)]
 pub struct Everything {
-    manager: Arc<LocalSessionManager>,
+    manager: Arc<ReplaySessionManager>,
 }
 
 impl Everything {
     /// A handler for sessions of `manager`.
-    pub fn new(manager: Arc<LocalSessionManager>) -> Self {
+    pub fn new(manager: Arc<ReplaySessionManager>) -> Self {
         Self { manager }
     }
 }

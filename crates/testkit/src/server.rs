@@ -17,7 +17,9 @@ use std::time::Duration;
 
 use rmcp::transport::StreamableHttpService;
 use rmcp::transport::streamable_http_server::session::SessionManager;
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::session::local::{
+    LocalSessionManager, ReplaySessionManager,
+};
 #[cfg(not(rmcp_line_0_17))]
 use rmcp::transport::streamable_http_server::session::store::SessionStore;
 use rmcp::transport::streamable_http_server::tower::ResumeStats;
@@ -288,33 +290,46 @@ impl TestServer {
     ) -> rmcp::transport::streamable_http_server::session::local::SessionConfig {
         let mut session =
             rmcp::transport::streamable_http_server::session::local::SessionConfig::default();
-        self.apply_session(
-            &mut session.channel_capacity,
-            &mut session.completed_cache_ttl,
-        );
         if let Some(window) = self.window {
-            // A strict count window, as upstream's: nothing kept for time.
-            session.max_replay_events = window;
-            session.replay_retention = Some(Duration::ZERO);
-        }
-        if let Some(streams) = self.max_completed_streams {
-            session.max_completed_streams = streams;
-        }
-        if let Some(stall) = self.stall_timeout {
-            session.reader_stall_timeout = stall;
-        }
-        if let Some((per_session, total)) = self.replay_bytes {
-            session.max_replay_bytes = per_session;
-            session.max_replay_bytes_total = total;
+            session.channel_capacity = window;
         }
         if let Some(after) = self.idle_session {
             session.keep_alive = Some(after);
         }
         if !self.session_timers {
             session.keep_alive = None;
-            session.init_timeout = None;
         }
         session
+    }
+
+    /// The fork's settings, beside upstream's config (on 0.x they have no
+    /// room in it).
+    fn replay_settings(
+        &self,
+    ) -> rmcp::transport::streamable_http_server::session::local::ReplaySettings {
+        let mut replay =
+            rmcp::transport::streamable_http_server::session::local::ReplaySettings::default();
+        let mut capacity = 0;
+        self.apply_session(&mut capacity, &mut replay.completed_cache_ttl);
+        if let Some(window) = self.window {
+            // A strict count window, as upstream's: nothing kept for time.
+            replay.max_replay_events = window;
+            replay.replay_retention = Some(Duration::ZERO);
+        }
+        if let Some(streams) = self.max_completed_streams {
+            replay.max_completed_streams = streams;
+        }
+        if let Some(stall) = self.stall_timeout {
+            replay.reader_stall_timeout = stall;
+        }
+        if let Some((per_session, total)) = self.replay_bytes {
+            replay.max_replay_bytes = per_session;
+            replay.max_replay_bytes_total = total;
+        }
+        if !self.session_timers {
+            replay.init_timeout = None;
+        }
+        replay
     }
 
     fn apply_session(&self, capacity: &mut usize, ttl: &mut Duration) {
@@ -347,10 +362,14 @@ impl TestServer {
 
     // On 0.x the manager is a plain two-field struct that clippy would
     // have built as a literal; on the later lines it is `#[non_exhaustive]`.
+    // The fork's settings make it a `ReplaySessionManager` on 0.x (the
+    // manager itself on the later lines).
     #[allow(clippy::field_reassign_with_default)]
-    fn fork_manager(&self) -> Arc<LocalSessionManager> {
+    fn fork_manager(&self) -> Arc<ReplaySessionManager> {
         let mut manager = LocalSessionManager::default();
         manager.session_config = self.session_config();
+        #[allow(unused_mut)]
+        let mut manager = manager.with_replay_settings(self.replay_settings());
         #[cfg(not(rmcp_line_1))]
         if let Some(store) = &self.event_store {
             manager = manager.with_event_store(store.clone());
@@ -389,8 +408,8 @@ impl TestServer {
     pub fn demo_service(
         &self,
     ) -> (
-        StreamableHttpService<DemoServer, LocalSessionManager>,
-        Arc<LocalSessionManager>,
+        StreamableHttpService<DemoServer, ReplaySessionManager>,
+        Arc<ReplaySessionManager>,
     ) {
         let manager = self.fork_manager();
         (self.demo_service_over(manager.clone()), manager)
@@ -412,8 +431,8 @@ impl TestServer {
     pub fn everything_service(
         &self,
     ) -> (
-        StreamableHttpService<Everything, LocalSessionManager>,
-        Arc<LocalSessionManager>,
+        StreamableHttpService<Everything, ReplaySessionManager>,
+        Arc<ReplaySessionManager>,
     ) {
         let manager = self.fork_manager();
         let handlers = manager.clone();
@@ -588,12 +607,12 @@ impl TestServer {
 
 /// What a test can reach of a fork server.
 struct Fork {
-    manager: Arc<LocalSessionManager>,
+    manager: Arc<ReplaySessionManager>,
     stats: Box<dyn Fn() -> ResumeStats + Send + Sync>,
 }
 
 impl Fork {
-    fn new<H, M>(service: &StreamableHttpService<H, M>, manager: Arc<LocalSessionManager>) -> Self
+    fn new<H, M>(service: &StreamableHttpService<H, M>, manager: Arc<ReplaySessionManager>) -> Self
     where
         H: rmcp::ServerHandler + Send + 'static,
         M: SessionManager,
@@ -631,7 +650,7 @@ impl Served {
     }
 
     /// The fork's session manager; `None` on upstream.
-    pub fn manager(&self) -> Option<&Arc<LocalSessionManager>> {
+    pub fn manager(&self) -> Option<&Arc<ReplaySessionManager>> {
         self.fork.as_ref().map(|fork| &fork.manager)
     }
 }

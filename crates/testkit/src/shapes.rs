@@ -25,7 +25,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::service::RequestContext;
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::session::local::ReplaySessionManager;
 
 use rmcp::{
     Peer, RoleServer, ServerHandler,
@@ -71,7 +71,7 @@ pub struct StreamArgs {
 pub struct ShapesServer {
     tool_router: ToolRouter<Self>,
     /// The fork's sessions, through which `poll` closes its connection.
-    sessions: Option<Arc<LocalSessionManager>>,
+    sessions: Option<Arc<ReplaySessionManager>>,
 }
 
 /// The SSE `retry` `poll` asks for when it closes its connection (the peer
@@ -102,7 +102,7 @@ impl ShapesServer {
 
     /// A server of the fork's `sessions`, whose `poll` closes its own
     /// request's connection.
-    pub fn polling(sessions: Arc<LocalSessionManager>) -> Self {
+    pub fn polling(sessions: Arc<ReplaySessionManager>) -> Self {
         Self {
             sessions: Some(sessions),
             ..Self::new()

@@ -59,6 +59,90 @@ macro_rules! upstream_non_exhaustive {
 #[allow(unused_imports)]
 pub(crate) use upstream_non_exhaustive;
 
+/// Declares an enum with upstream's variants (the first braces) and the
+/// fork's (the second), through the line macro named first: on 1.8 and 2.2
+/// both, as upstream's is `#[non_exhaustive]`.
+#[cfg(not(rmcp_line_0_17))]
+#[allow(unused_macros)]
+macro_rules! with_fork_variants {
+    ($wrap:ident; $(#[$meta:meta])* $vis:vis enum $name:ident { $($up:tt)* } + { $($fork:tt)* }) => {
+        $crate::line::$wrap! { $(#[$meta])* $vis enum $name { $($up)* $($fork)* } }
+    };
+}
+/// 0.x: upstream's variants alone, so that an application's exhaustive
+/// `match` compiles; the fork's cases travel as the enum's documentation
+/// says.
+#[cfg(rmcp_line_0_17)]
+#[allow(unused_macros)]
+macro_rules! with_fork_variants {
+    ($wrap:ident; $(#[$meta:meta])* $vis:vis enum $name:ident { $($up:tt)* } + { $($fork:tt)* }) => {
+        $crate::line::$wrap! { $(#[$meta])* $vis enum $name { $($up)* } }
+    };
+}
+#[allow(unused_imports)]
+pub(crate) use with_fork_variants;
+
+/// Declares a struct with upstream's fields (the first braces) and the
+/// fork's (the second): on 1.8 and 2.2 both, `#[non_exhaustive]`.
+#[cfg(not(rmcp_line_0_17))]
+#[allow(unused_macros)]
+macro_rules! with_fork_fields {
+    ($(#[$meta:meta])* $vis:vis struct $name:ident { $($up:tt)* } + { $($fork:tt)* }) => {
+        $(#[$meta])* #[non_exhaustive] $vis struct $name { $($up)* $($fork)* }
+    };
+}
+/// 0.x: upstream's fields alone, so that a full literal and a destructure
+/// compile.
+#[cfg(rmcp_line_0_17)]
+#[allow(unused_macros)]
+macro_rules! with_fork_fields {
+    ($(#[$meta:meta])* $vis:vis struct $name:ident { $($up:tt)* } + { $($fork:tt)* }) => {
+        $(#[$meta])* $vis struct $name { $($up)* }
+    };
+}
+#[allow(unused_imports)]
+pub(crate) use with_fork_fields;
+
+/// Declares the enum of the messages a session's handle sends its worker:
+/// on 1.8 and 2.2 upstream's variants and the fork's in the public enum
+/// (`#[non_exhaustive]`), which the worker's channel carries (`$cmd` names
+/// it).
+#[cfg(not(rmcp_line_0_17))]
+#[allow(unused_macros)]
+macro_rules! with_fork_command {
+    ($cmd:ident; $(#[$meta:meta])* $vis:vis enum $name:ident { $($up:tt)* } + { $($fork:tt)* }) => {
+        $(#[$meta])* #[non_exhaustive] $vis enum $name { $($up)* $($fork)* }
+        pub(crate) type $cmd = $name;
+    };
+}
+/// 0.x: the public enum is upstream's variants alone; the worker's channel
+/// carries `$cmd`, a crate-private enum of both.
+#[cfg(rmcp_line_0_17)]
+#[allow(unused_macros)]
+macro_rules! with_fork_command {
+    ($cmd:ident; $(#[$meta:meta])* $vis:vis enum $name:ident { $($up:tt)* } + { $($fork:tt)* }) => {
+        $(#[$meta])* $vis enum $name { $($up)* }
+        $(#[$meta])* pub(crate) enum $cmd { $($up)* $($fork)* }
+    };
+}
+#[allow(unused_imports)]
+pub(crate) use with_fork_command;
+
+/// Keeps the first braces' items on 0.x, the second's (after `else`) on
+/// 1.8 and 2.2.
+#[cfg(not(rmcp_line_0_17))]
+#[allow(unused_macros)]
+macro_rules! plain_0x {
+    ({ $($plain:tt)* } else { $($later:tt)* }) => { $($later)* };
+}
+#[cfg(rmcp_line_0_17)]
+#[allow(unused_macros)]
+macro_rules! plain_0x {
+    ({ $($plain:tt)* } else { $($later:tt)* }) => { $($plain)* };
+}
+#[allow(unused_imports)]
+pub(crate) use plain_0x;
+
 /// Declares the session manager as it is: these lines have no event store,
 /// so on 0.x it has upstream's two public fields and no other.
 #[allow(unused_macros)]

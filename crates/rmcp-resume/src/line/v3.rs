@@ -12,6 +12,52 @@ macro_rules! upstream_non_exhaustive {
 #[allow(unused_imports)]
 pub(crate) use upstream_non_exhaustive;
 
+/// Declares an enum with upstream's variants (the first braces) and the
+/// fork's (the second), through the line macro named first: both here, as
+/// upstream's is `#[non_exhaustive]` (0.x keeps upstream's alone; see
+/// `line/v1.rs`).
+#[allow(unused_macros)]
+macro_rules! with_fork_variants {
+    ($wrap:ident; $(#[$meta:meta])* $vis:vis enum $name:ident { $($up:tt)* } + { $($fork:tt)* }) => {
+        $crate::line::$wrap! { $(#[$meta])* $vis enum $name { $($up)* $($fork)* } }
+    };
+}
+#[allow(unused_imports)]
+pub(crate) use with_fork_variants;
+
+/// Declares a struct with upstream's fields (the first braces) and the
+/// fork's (the second): both here, `#[non_exhaustive]`.
+#[allow(unused_macros)]
+macro_rules! with_fork_fields {
+    ($(#[$meta:meta])* $vis:vis struct $name:ident { $($up:tt)* } + { $($fork:tt)* }) => {
+        $(#[$meta])* #[non_exhaustive] $vis struct $name { $($up)* $($fork)* }
+    };
+}
+#[allow(unused_imports)]
+pub(crate) use with_fork_fields;
+
+/// Declares the enum of the messages a session's handle sends its worker:
+/// upstream's variants and the fork's in the public enum
+/// (`#[non_exhaustive]`), which the worker's channel carries (`$cmd` names
+/// it; 0.x keeps the two apart, see `line/v1.rs`).
+#[allow(unused_macros)]
+macro_rules! with_fork_command {
+    ($cmd:ident; $(#[$meta:meta])* $vis:vis enum $name:ident { $($up:tt)* } + { $($fork:tt)* }) => {
+        $(#[$meta])* #[non_exhaustive] $vis enum $name { $($up)* $($fork)* }
+        pub(crate) type $cmd = $name;
+    };
+}
+#[allow(unused_imports)]
+pub(crate) use with_fork_command;
+
+/// Keeps the second braces' items (after `else`): 3.11 is not 0.x.
+#[allow(unused_macros)]
+macro_rules! plain_0x {
+    ({ $($plain:tt)* } else { $($later:tt)* }) => { $($later)* };
+}
+#[allow(unused_imports)]
+pub(crate) use plain_0x;
+
 /// Declares the session manager with 3.11's event-store slot as one more
 /// private field: upstream's manager is `#[non_exhaustive]`, so no
 /// application's literal can miss it.

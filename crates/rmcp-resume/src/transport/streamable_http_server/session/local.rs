@@ -49,11 +49,11 @@ mod streams;
 mod worker;
 
 pub use compat::{SessionEvent, SessionQuitReason, StreamableHttpMessageReceiver};
-pub use config::SessionConfig;
-pub use error::{LocalSessionWorkerError, SessionError};
+pub use config::{ReplaySettings, SessionConfig};
+pub use error::{ForkSessionError, LocalSessionWorkerError, SessionError};
 pub use event_id::{EventId, EventIdParseError};
 pub use handle::LocalSessionHandle;
-pub use manager::{LocalSessionManager, LocalSessionManagerError};
+pub use manager::{LocalSessionManager, LocalSessionManagerError, ReplaySessionManager};
 pub use streams::{OpenedStream, ResumedStream, Resumption};
 pub use worker::{LocalSessionWorker, SessionTransport, create_local_session};
 

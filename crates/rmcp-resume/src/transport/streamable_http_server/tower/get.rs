@@ -21,7 +21,7 @@ use crate::transport::common::http_header::HEADER_LAST_EVENT_ID;
 use crate::transport::resumption::plan::FALLBACK_REASON;
 use crate::transport::resumption::{EventCursor, ReplayNotice, ResumeAnswer, plan};
 use crate::transport::streamable_http_server::session::local::{
-    EventId, LocalSessionManager, Resumption,
+    EventId, LocalSessionManager, ReplaySessionManager, Resumption,
 };
 use crate::transport::streamable_http_server::session::{SessionId, SessionManager};
 
@@ -33,7 +33,11 @@ use crate::transport::streamable_http_server::session::{SessionId, SessionManage
 /// trait (see [`StreamableHttpService::resume_generic`]). This is the one
 /// place the service looks behind the trait.
 pub(super) fn local_manager<M: SessionManager>(manager: &M) -> Option<&LocalSessionManager> {
-    (manager as &dyn Any).downcast_ref::<LocalSessionManager>()
+    let any = manager as &dyn Any;
+    any.downcast_ref::<LocalSessionManager>().or_else(|| {
+        any.downcast_ref::<ReplaySessionManager>()
+            .map(ReplaySessionManager::local)
+    })
 }
 
 /// The shared log sessions are kept in across instances, if the manager is
@@ -41,7 +45,11 @@ pub(super) fn local_manager<M: SessionManager>(manager: &M) -> Option<&LocalSess
 pub(super) fn shared_log<M: SessionManager>(
     manager: &M,
 ) -> Option<std::sync::Arc<dyn rmcp_resume_core::shared::SharedLog>> {
-    local_manager(manager).and_then(LocalSessionManager::shared_log)
+    let any = manager as &dyn Any;
+    match any.downcast_ref::<ReplaySessionManager>() {
+        Some(manager) => manager.shared_log(),
+        None => local_manager(manager).and_then(LocalSessionManager::shared_log),
+    }
 }
 
 impl<S: crate::fork::SessionService + Send + 'static, M: SessionManager>
@@ -215,7 +223,7 @@ impl<S: crate::fork::SessionService + Send + 'static, M: SessionManager>
         // An owner that took the session over (a restore) holds only what it
         // wrote itself; the earlier owner's events are in the shared log,
         // which also follows everything this owner commits from now on.
-        if let Some(shared) = local.shared_log()
+        if let Some(shared) = shared_log(self.session_manager.as_ref())
             && self
                 .shared_knows_more(&*shared, session, id, &resumption.answer)
                 .await

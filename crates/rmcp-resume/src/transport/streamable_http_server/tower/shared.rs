@@ -99,7 +99,7 @@ impl<S: crate::fork::SessionService + Send + 'static, M: SessionManager>
     /// it but its lease ran out. `None` lets the request through.
     pub(super) async fn owned_elsewhere(&self, session: SessionId) -> Option<BoxResponse> {
         let local = super::get::local_manager(self.session_manager.as_ref())?;
-        let shared = local.shared_log()?;
+        let shared = super::get::shared_log(self.session_manager.as_ref())?;
         if let Some(handle) = local.handle(&session).await
             && handle.gave_up()
         {

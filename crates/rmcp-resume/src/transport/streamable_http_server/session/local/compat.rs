@@ -9,7 +9,10 @@ use std::time::Duration;
 use futures::StreamExt;
 use tokio::sync::{mpsc, oneshot};
 
-use super::{EventId, HttpRequestId, LocalSessionHandle, OpenedStream, Resumption, SessionError};
+use super::{
+    EventId, HttpRequestId, LocalSessionHandle, LocalSessionWorkerError, OpenedStream, Resumption,
+    SessionError,
+};
 use crate::line::EventStream;
 use crate::model::{ClientJsonRpcMessage, RequestId, ServerJsonRpcMessage};
 use crate::transport::streamable_http_server::session::ServerSseMessage;
@@ -54,52 +57,18 @@ pub(super) fn forward(mut stream: EventStream) -> mpsc::Receiver<ServerSseMessag
     rx
 }
 
-crate::line::upstream_non_exhaustive! {
+crate::line::with_fork_command! {
+Command;
 /// A message from the HTTP side to a session's worker.
+///
+/// On 0.x this is upstream's exact (exhaustive) enum, and the fork's own
+/// messages (the variants 1.8 and later list after `CloseSseStream`) travel
+/// apart from it. Such a message arriving before `initialize` ends the
+/// worker with a `FailToHandleMessage` whose [`SessionError::Io`] wraps a
+/// [`ForkSessionError::UnexpectedMessage`](super::ForkSessionError::UnexpectedMessage)
+/// there, where 1.8 and later report `UnexpectedEvent`.
 #[derive(Debug)]
-// `#[non_exhaustive]` where upstream's is (see `line`).
 pub enum SessionEvent {
-    /// Open a request stream for a client's request and hand the request
-    /// to the handler, in one turn of the worker (fork-only): a `POST`
-    /// waits for the worker once, not twice.
-    Request {
-        /// The request.
-        message: ClientJsonRpcMessage,
-        /// Answer: the stream the response will be read from.
-        responder: oneshot::Sender<Result<OpenedStream, SessionError>>,
-    },
-    /// Open a request stream read straight from its log (fork-only).
-    OpenRequestStream {
-        /// Answer.
-        responder: oneshot::Sender<Result<OpenedStream, SessionError>>,
-    },
-    /// Open a standalone connection read straight from the log (fork-only).
-    OpenStandaloneStream {
-        /// Answer.
-        responder: oneshot::Sender<Result<OpenedStream, SessionError>>,
-    },
-    /// Decide a resume and open its stream if it gets one (fork-only).
-    PlanResume {
-        /// Answer.
-        responder: oneshot::Sender<Result<Resumption, SessionError>>,
-        /// The cursor.
-        last_event_id: EventId,
-    },
-    /// Close the connection carrying a JSON-RPC request's response, keeping
-    /// its stream resumable (fork-only; SEP-1699 from inside a handler).
-    CloseRequestConnection {
-        /// Answer.
-        responder: oneshot::Sender<Result<(), SessionError>>,
-        /// The request whose stream's connection closes.
-        request_id: RequestId,
-        /// The `retry` to send before closing.
-        retry_interval: Option<Duration>,
-    },
-    /// Open a standalone connection.
-    EstablishCommonChannel {
-        /// Answer.
-        responder: oneshot::Sender<Result<StreamableHttpMessageReceiver, SessionError>>,
-    },
     /// Close a stream's connection without ending the stream (SEP-1699).
     CloseSseStream {
         /// Answer.
@@ -144,7 +113,103 @@ pub enum SessionEvent {
         /// Its request stream, if it was a request.
         http_request_id: Option<HttpRequestId>,
     },
+} + {
+    /// Open a standalone connection (upstream's on 3.11; the fork's on
+    /// 1.8 and 2.2).
+    EstablishCommonChannel {
+        /// Answer.
+        responder: oneshot::Sender<Result<StreamableHttpMessageReceiver, SessionError>>,
+    },
+    /// Open a request stream for a client's request and hand the request
+    /// to the handler, in one turn of the worker (fork-only): a `POST`
+    /// waits for the worker once, not twice.
+    Request {
+        /// The request.
+        message: ClientJsonRpcMessage,
+        /// Answer: the stream the response will be read from.
+        responder: oneshot::Sender<Result<OpenedStream, SessionError>>,
+    },
+    /// Open a request stream read straight from its log (fork-only).
+    OpenRequestStream {
+        /// Answer.
+        responder: oneshot::Sender<Result<OpenedStream, SessionError>>,
+    },
+    /// Open a standalone connection read straight from the log (fork-only).
+    OpenStandaloneStream {
+        /// Answer.
+        responder: oneshot::Sender<Result<OpenedStream, SessionError>>,
+    },
+    /// Decide a resume and open its stream if it gets one (fork-only).
+    PlanResume {
+        /// Answer.
+        responder: oneshot::Sender<Result<Resumption, SessionError>>,
+        /// The cursor.
+        last_event_id: EventId,
+    },
+    /// Close the connection carrying a JSON-RPC request's response, keeping
+    /// its stream resumable (fork-only; SEP-1699 from inside a handler).
+    CloseRequestConnection {
+        /// Answer.
+        responder: oneshot::Sender<Result<(), SessionError>>,
+        /// The request whose stream's connection closes.
+        request_id: RequestId,
+        /// The `retry` to send before closing.
+        retry_interval: Option<Duration>,
+    },
 }
+}
+
+crate::line::plain_0x! {
+    {
+        /// Why the worker stops when `first` is not `initialize`.
+        pub(super) fn unexpected(first: Command) -> LocalSessionWorkerError {
+            let event = match first {
+                Command::ClientMessage {
+                    message,
+                    http_request_id,
+                } => SessionEvent::ClientMessage {
+                    message,
+                    http_request_id,
+                },
+                Command::EstablishRequestWiseChannel { responder } => {
+                    SessionEvent::EstablishRequestWiseChannel { responder }
+                }
+                Command::CloseRequestWiseChannel { id, responder } => {
+                    SessionEvent::CloseRequestWiseChannel { id, responder }
+                }
+                Command::Resume {
+                    last_event_id,
+                    responder,
+                } => SessionEvent::Resume {
+                    last_event_id,
+                    responder,
+                },
+                Command::InitializeRequest { request, responder } => {
+                    SessionEvent::InitializeRequest { request, responder }
+                }
+                Command::Close => SessionEvent::Close,
+                Command::CloseSseStream {
+                    http_request_id,
+                    retry_interval,
+                    responder,
+                } => SessionEvent::CloseSseStream {
+                    http_request_id,
+                    retry_interval,
+                    responder,
+                },
+                fork => {
+                    let message = format!("{fork:?}");
+                    return super::ForkSessionError::UnexpectedMessage(message).into();
+                }
+            };
+            LocalSessionWorkerError::UnexpectedEvent(event)
+        }
+    } else {
+        /// Why the worker stops when `first` is not `initialize`.
+        pub(super) fn unexpected(first: Command) -> LocalSessionWorkerError {
+            LocalSessionWorkerError::UnexpectedEvent(first)
+        }
+    }
 }
 
 crate::line::upstream_non_exhaustive! {
@@ -171,7 +236,7 @@ impl LocalSessionHandle {
     pub async fn establish_request_wise_channel(
         &self,
     ) -> Result<StreamableHttpMessageReceiver, SessionError> {
-        self.ask(|responder| SessionEvent::EstablishRequestWiseChannel { responder })
+        self.ask(|responder| Command::EstablishRequestWiseChannel { responder })
             .await
     }
 
@@ -180,7 +245,7 @@ impl LocalSessionHandle {
         &self,
         request_id: HttpRequestId,
     ) -> Result<(), SessionError> {
-        self.ask(|responder| SessionEvent::CloseRequestWiseChannel {
+        self.ask(|responder| Command::CloseRequestWiseChannel {
             id: request_id,
             responder,
         })
@@ -192,7 +257,7 @@ impl LocalSessionHandle {
     pub async fn establish_common_channel(
         &self,
     ) -> Result<StreamableHttpMessageReceiver, SessionError> {
-        self.ask(|responder| SessionEvent::EstablishCommonChannel { responder })
+        self.ask(|responder| Command::EstablishCommonChannel { responder })
             .await
     }
 
@@ -201,7 +266,7 @@ impl LocalSessionHandle {
         &self,
         last_event_id: EventId,
     ) -> Result<StreamableHttpMessageReceiver, SessionError> {
-        self.ask(|responder| SessionEvent::Resume {
+        self.ask(|responder| Command::Resume {
             last_event_id,
             responder,
         })

@@ -20,10 +20,18 @@ impl std::fmt::Display for EventId {
     }
 }
 
-crate::line::upstream_non_exhaustive! {
+crate::line::with_fork_variants! {
+upstream_non_exhaustive;
 /// Why a string is not an [`EventId`].
+///
+/// On 0.x this is upstream's exact (exhaustive) enum: an id that is not
+/// `N` or `N/M` (the fork's `Malformed`, 1.8 and later) is reported as
+/// upstream reports it, `InvalidIndex` or `InvalidNumericRequestId` with
+/// the `ParseIntError` of the part that is not a number (`InvalidIndex`
+/// with an invalid-digit error when both parts are numbers yet the id is
+/// refused, e.g. too long). The fork's own reason is what parsing it as a
+/// [`RmcpEventId`] returns.
 #[derive(Debug, Clone, thiserror::Error)]
-// `#[non_exhaustive]` where upstream's is (see `line`).
 pub enum EventIdParseError {
     /// The index is not a number.
     #[error("Invalid index: {0}")]
@@ -37,6 +45,7 @@ pub enum EventIdParseError {
     /// Kept for compatibility with upstream; not produced.
     #[error("Missing request id")]
     MissingRequestId,
+} + {
     /// Not `N` or `N/M` (empty, extra slashes, overflow, too long, …).
     #[error("Malformed event id: {0}")]
     Malformed(CursorParseError),
@@ -47,10 +56,38 @@ impl std::str::FromStr for EventId {
     type Err = EventIdParseError;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let id: RmcpEventId = s.parse().map_err(EventIdParseError::Malformed)?;
+        let id: RmcpEventId = s
+            .parse()
+            .map_err(|cause| EventIdParseError::malformed(s, cause))?;
         Self::try_from(id).map_err(|_| {
-            EventIdParseError::Malformed(CursorParseError::Overflow { id: s.to_owned() })
+            EventIdParseError::malformed(s, CursorParseError::Overflow { id: s.to_owned() })
         })
+    }
+}
+
+impl EventIdParseError {
+    crate::line::plain_0x! {
+        {
+            /// `text` is no event id: upstream's report of it (see the enum).
+            pub(crate) fn malformed(text: &str, _cause: CursorParseError) -> Self {
+                let (index, request) = match text.split_once('/') {
+                    Some((index, request)) => (index, Some(request)),
+                    None => (text, None),
+                };
+                if let Err(error) = index.parse::<u64>() {
+                    return Self::InvalidIndex(error);
+                }
+                if let Some(Err(error)) = request.map(str::parse::<u64>) {
+                    return Self::InvalidNumericRequestId(error);
+                }
+                Self::InvalidIndex("x".parse::<u64>().expect_err("not a number"))
+            }
+        } else {
+            /// `text` is no event id, for `cause`.
+            pub(crate) fn malformed(_text: &str, cause: CursorParseError) -> Self {
+                Self::Malformed(cause)
+            }
+        }
     }
 }
 

@@ -6,8 +6,10 @@ use std::time::Duration;
 
 use tokio::sync::{mpsc, oneshot};
 
-use super::compat::SessionEvent;
-use super::{EventId, HttpRequestId, OpenedStream, ResumedStream, Resumption, SessionError};
+use super::compat::Command;
+use super::{
+    EventId, ForkSessionError, HttpRequestId, OpenedStream, ResumedStream, Resumption, SessionError,
+};
 use crate::model::{ClientJsonRpcMessage, RequestId, ServerJsonRpcMessage};
 use crate::transport::common::server_side_http::SessionId;
 use crate::transport::resumption::ResumeAnswer;
@@ -17,7 +19,7 @@ use crate::transport::resumption::ResumeAnswer;
 #[derive(Debug, Clone)]
 pub struct LocalSessionHandle {
     pub(super) id: SessionId,
-    pub(super) event_tx: mpsc::Sender<SessionEvent>,
+    pub(super) event_tx: mpsc::Sender<Command>,
     /// Set once the session may take requests: at once for a new session,
     /// and after its handshake replay for a restored one.
     pub(super) published: Arc<AtomicBool>,
@@ -75,7 +77,7 @@ impl LocalSessionHandle {
         self.event_tx.closed().await;
     }
 
-    async fn send(&self, event: SessionEvent) -> Result<(), SessionError> {
+    async fn send(&self, event: Command) -> Result<(), SessionError> {
         self.event_tx
             .send(event)
             .await
@@ -84,7 +86,7 @@ impl LocalSessionHandle {
 
     pub(super) async fn ask<T>(
         &self,
-        event: impl FnOnce(oneshot::Sender<Result<T, SessionError>>) -> SessionEvent,
+        event: impl FnOnce(oneshot::Sender<Result<T, SessionError>>) -> Command,
     ) -> Result<T, SessionError> {
         let (tx, rx) = oneshot::channel();
         self.send(event(tx)).await?;
@@ -94,7 +96,7 @@ impl LocalSessionHandle {
 
     /// Ends the session.
     pub async fn close(&self) -> Result<(), SessionError> {
-        self.send(SessionEvent::Close).await
+        self.send(Command::Close).await
     }
 
     /// Hands a client message to the session.
@@ -103,7 +105,7 @@ impl LocalSessionHandle {
         message: ClientJsonRpcMessage,
         http_request_id: Option<HttpRequestId>,
     ) -> Result<(), SessionError> {
-        self.send(SessionEvent::ClientMessage {
+        self.send(Command::ClientMessage {
             message,
             http_request_id,
         })
@@ -115,7 +117,7 @@ impl LocalSessionHandle {
         &self,
         request: ClientJsonRpcMessage,
     ) -> Result<ServerJsonRpcMessage, SessionError> {
-        self.ask(|responder| SessionEvent::InitializeRequest { request, responder })
+        self.ask(|responder| Command::InitializeRequest { request, responder })
             .await
     }
 
@@ -126,20 +128,20 @@ impl LocalSessionHandle {
         &self,
         message: ClientJsonRpcMessage,
     ) -> Result<OpenedStream, SessionError> {
-        self.ask(|responder| SessionEvent::Request { message, responder })
+        self.ask(|responder| Command::Request { message, responder })
             .await
     }
 
     /// Opens a request stream, read straight from its log (fork-only).
     pub async fn open_request_stream(&self) -> Result<OpenedStream, SessionError> {
-        self.ask(|responder| SessionEvent::OpenRequestStream { responder })
+        self.ask(|responder| Command::OpenRequestStream { responder })
             .await
     }
 
     /// Opens a standalone connection, read straight from the log: the
     /// primary if none is live, else a shadow (fork-only).
     pub async fn open_standalone_stream(&self) -> Result<OpenedStream, SessionError> {
-        self.ask(|responder| SessionEvent::OpenStandaloneStream { responder })
+        self.ask(|responder| Command::OpenStandaloneStream { responder })
             .await
     }
 
@@ -147,7 +149,7 @@ impl LocalSessionHandle {
     /// [`plan`](crate::transport::resumption::plan()), and opens the stream
     /// when the answer has one (fork-only).
     pub async fn plan_resume(&self, last_event_id: EventId) -> Result<Resumption, SessionError> {
-        self.ask(|responder| SessionEvent::PlanResume {
+        self.ask(|responder| Command::PlanResume {
             last_event_id,
             responder,
         })
@@ -176,7 +178,7 @@ impl LocalSessionHandle {
         http_request_id: HttpRequestId,
         retry_interval: Option<Duration>,
     ) -> Result<(), SessionError> {
-        self.ask(|responder| SessionEvent::CloseSseStream {
+        self.ask(|responder| Command::CloseSseStream {
             http_request_id: Some(http_request_id),
             retry_interval,
             responder,
@@ -197,7 +199,7 @@ impl LocalSessionHandle {
         request_id: RequestId,
         retry_interval: Option<Duration>,
     ) -> Result<(), SessionError> {
-        self.ask(|responder| SessionEvent::CloseRequestConnection {
+        self.ask(|responder| Command::CloseRequestConnection {
             request_id,
             retry_interval,
             responder,
@@ -210,7 +212,7 @@ impl LocalSessionHandle {
         &self,
         retry_interval: Option<Duration>,
     ) -> Result<(), SessionError> {
-        self.ask(|responder| SessionEvent::CloseSseStream {
+        self.ask(|responder| Command::CloseSseStream {
             http_request_id: None,
             retry_interval,
             responder,
@@ -223,12 +225,12 @@ impl LocalSessionHandle {
 pub(super) fn refusal(answer: ResumeAnswer, cursor: EventId) -> SessionError {
     let stream = cursor.stream();
     match answer {
-        ResumeAnswer::Complete => SessionError::StreamComplete { cursor },
+        ResumeAnswer::Complete => ForkSessionError::StreamComplete { cursor }.into(),
         ResumeAnswer::BelowFloor { floor } => match EventId::try_from(stream.event(floor)) {
-            Ok(floor) => SessionError::CursorBelowFloor { cursor, floor },
+            Ok(floor) => ForkSessionError::CursorBelowFloor { cursor, floor }.into(),
             Err(_) => SessionError::InvalidEventId,
         },
-        ResumeAnswer::UnknownStream => SessionError::UnknownStream { cursor },
+        ResumeAnswer::UnknownStream => ForkSessionError::UnknownStream { cursor }.into(),
         ResumeAnswer::SessionLost => SessionError::SessionServiceTerminated,
         // A standalone fallback that was not complete, or an unknown event.
         _ => SessionError::InvalidEventId,

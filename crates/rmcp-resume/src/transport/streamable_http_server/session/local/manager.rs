@@ -7,10 +7,11 @@ use futures::Stream;
 use rmcp_resume_core::shared::{SharedLog, SharedLogError};
 
 use super::incarnation::Incarnation;
+use super::manager_state::ManagerState;
 use super::worker::new_session;
 use super::{
-    EventId, EventIdParseError, LocalSessionHandle, ResumedStream, Resumption, SessionConfig,
-    SessionError, SessionTransport,
+    EventId, EventIdParseError, ForkSessionError, LocalSessionHandle, ReplaySettings,
+    ResumedStream, Resumption, SessionConfig, SessionError, SessionTransport,
 };
 use crate::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
 use crate::transport::WorkerTransport;
@@ -33,10 +34,22 @@ pub struct LocalSessionManager {
 }
 }
 
-crate::line::upstream_non_exhaustive! {
+/// What a manager's sessions run with beside its `session_config`: the
+/// fork's settings, and the state they share (shared log, replay meter).
+struct Fork<'a> {
+    replay: ReplaySettings,
+    state: &'a ManagerState,
+}
+
+crate::line::with_fork_variants! {
+upstream_non_exhaustive;
 /// Errors of [`LocalSessionManager`].
+///
+/// On 0.x this is upstream's exact (exhaustive) enum: the fork's cases
+/// (`OwnedElsewhere` and `Shared`, 1.8 and later) are each a
+/// `SessionError(SessionError::Io(..))` whose `io::Error` wraps the
+/// [`ForkSessionError`](super::ForkSessionError) of the same name.
 #[derive(Debug, thiserror::Error)]
-// `#[non_exhaustive]` where upstream's is (see `line`).
 pub enum LocalSessionManagerError {
     /// The `Last-Event-ID` is not an event id of this server.
     #[error("Invalid event id: {0}")]
@@ -47,6 +60,7 @@ pub enum LocalSessionManagerError {
     /// The session refused the operation.
     #[error("Session error: {0}")]
     SessionError(#[from] SessionError),
+} + {
     /// Another instance owns the session: route its `POST`s there (fork-only).
     #[error("session {0} is owned by another instance")]
     OwnedElsewhere(SessionId),
@@ -54,6 +68,32 @@ pub enum LocalSessionManagerError {
     #[error("shared log: {0}")]
     Shared(#[from] SharedLogError),
 }
+}
+
+crate::line::plain_0x! {
+    {
+        impl From<ForkSessionError> for LocalSessionManagerError {
+            fn from(value: ForkSessionError) -> Self {
+                Self::SessionError(value.into())
+            }
+        }
+
+        impl From<SharedLogError> for LocalSessionManagerError {
+            fn from(value: SharedLogError) -> Self {
+                ForkSessionError::Shared(value).into()
+            }
+        }
+    } else {
+        impl From<ForkSessionError> for LocalSessionManagerError {
+            fn from(value: ForkSessionError) -> Self {
+                match value {
+                    ForkSessionError::OwnedElsewhere(id) => Self::OwnedElsewhere(id),
+                    ForkSessionError::Shared(error) => Self::Shared(error),
+                    other => Self::SessionError(other.into()),
+                }
+            }
+        }
+    }
 }
 
 impl LocalSessionManager {
@@ -90,26 +130,84 @@ impl LocalSessionManager {
         }
     }
 
-    /// Shares every session's streams with other instances through
-    /// `shared` (fork-only): each event is committed there before it is
-    /// sent, a session is owned by one instance at a time, and any instance
-    /// answers a resume from it. See docs/redis.md in the
-    /// repository. The log is kept in `session_config`: replacing that
-    /// whole config afterwards drops it (set its fields instead).
-    pub fn with_shared_log(mut self, shared: Arc<dyn SharedLog>) -> Self {
-        let state = std::mem::take(&mut self.session_config.__manager);
-        self.session_config.__manager = state.with_shared(shared);
-        self
+    crate::line::plain_0x! {
+        {
+            /// Shares every session's streams with other instances through
+            /// `shared` (fork-only): each event is committed there before it
+            /// is sent, a session is owned by one instance at a time, and any
+            /// instance answers a resume from it. See docs/redis.md in the
+            /// repository. On 0.x, whose manager has room for nothing but
+            /// upstream's two fields, this returns a
+            /// [`ReplaySessionManager`] that holds the log beside this
+            /// manager (on 1.8 and later, that is this manager).
+            pub fn with_shared_log(self, shared: Arc<dyn SharedLog>) -> ReplaySessionManager {
+                ReplaySessionManager::from(self).with_shared_log(shared)
+            }
+
+            /// Runs every session with the fork's `replay` settings
+            /// (fork-only). On 0.x this returns a [`ReplaySessionManager`]
+            /// that holds them, and its own replay meter, beside this
+            /// manager (on 1.8 and later, that is this manager).
+            pub fn with_replay_settings(self, replay: ReplaySettings) -> ReplaySessionManager {
+                ReplaySessionManager::from(self).with_replay_settings(replay)
+            }
+
+            /// What this manager's sessions share: on 0.x one state per
+            /// process for every manager built without
+            /// [`with_replay_settings`](Self::with_replay_settings) (so one
+            /// replay meter, and no shared log).
+            fn state(&self) -> &ManagerState {
+                ManagerState::process()
+            }
+        } else {
+            /// Shares every session's streams with other instances through
+            /// `shared` (fork-only): each event is committed there before it
+            /// is sent, a session is owned by one instance at a time, and any
+            /// instance answers a resume from it. See docs/redis.md in the
+            /// repository. The log is kept in `session_config`: replacing that
+            /// whole config afterwards drops it (set its fields instead).
+            pub fn with_shared_log(mut self, shared: Arc<dyn SharedLog>) -> Self {
+                let state = std::mem::take(&mut self.session_config.__manager);
+                self.session_config.__manager = state.with_shared(shared);
+                self
+            }
+
+            /// Runs every session with the fork's `replay` settings
+            /// (fork-only): sets `session_config`'s fields of the same names.
+            pub fn with_replay_settings(mut self, replay: ReplaySettings) -> Self {
+                self.session_config.set_replay_settings(replay);
+                self
+            }
+
+            /// What this manager's sessions share.
+            fn state(&self) -> &ManagerState {
+                &self.session_config.__manager
+            }
+
+            /// The manager itself (on 0.x, what a [`ReplaySessionManager`]
+            /// holds).
+            pub(crate) fn local(&self) -> &Self {
+                self
+            }
+        }
     }
 
     /// The shared log, if sessions are shared (fork-only).
     pub fn shared_log(&self) -> Option<Arc<dyn SharedLog>> {
-        self.session_config.__manager.shared().cloned()
+        self.state().shared().cloned()
     }
 
     /// Bytes all sessions keep for replay now (fork-only).
     pub fn replay_bytes(&self) -> usize {
-        self.session_config.__manager.used()
+        self.state().used()
+    }
+
+    /// What this manager's sessions run with beside `session_config`.
+    fn fork(&self) -> Fork<'_> {
+        Fork {
+            replay: self.session_config.replay_settings(),
+            state: self.state(),
+        }
     }
 
     /// The session's handle, if the session is live. A session whose worker
@@ -145,15 +243,16 @@ impl LocalSessionManager {
 
     fn spawn_session(
         &self,
+        fork: &Fork<'_>,
         id: SessionId,
         incarnation: Incarnation,
         mirror: Option<Mirror>,
     ) -> (LocalSessionHandle, SessionTransport) {
-        let total = self.session_config.max_replay_bytes_total;
-        let process = self.session_config.__manager.meter(total);
+        let process = fork.state.meter(fork.replay.max_replay_bytes_total);
         let (handle, worker) = new_session(
             id,
             self.session_config.clone(),
+            fork.replay.clone(),
             crate::line::store_of!(self),
             incarnation,
             Some(process),
@@ -166,16 +265,17 @@ impl LocalSessionManager {
     /// without a shared log; an error when another instance owns it.
     async fn take_ownership(
         &self,
+        state: &ManagerState,
         id: &SessionId,
         create: bool,
     ) -> Result<Option<(Mirror, u64)>, LocalSessionManagerError> {
-        let Some(shared) = self.session_config.__manager.shared() else {
+        let Some(shared) = state.shared() else {
             return Ok(None);
         };
         let mirror = match Mirror::start(shared.clone(), id.clone(), create).await? {
             Ok(mirror) => mirror,
             Err(rmcp_resume_core::shared::Ownership::HeldElsewhere) => {
-                return Err(LocalSessionManagerError::OwnedElsewhere(id.clone()));
+                return Err(ForkSessionError::OwnedElsewhere(id.clone()).into());
             }
             Err(_) => return Err(LocalSessionManagerError::SessionNotFound(id.clone())),
         };
@@ -207,9 +307,9 @@ impl LocalSessionManager {
             return Ok(Resumption::refused(cursor, ResumeAnswer::SessionLost));
         };
         let event_id = EventId::try_from(cursor).map_err(|_| {
-            EventIdParseError::Malformed(crate::transport::resumption::CursorParseError::Overflow {
-                id: cursor.to_string(),
-            })
+            let id = cursor.to_string();
+            let cause = crate::transport::resumption::CursorParseError::Overflow { id: id.clone() };
+            EventIdParseError::malformed(&id, cause)
         })?;
         Ok(handle.plan_resume(event_id).await?)
     }
@@ -285,19 +385,29 @@ crate::line::with_event_store! {
     }
 }
 
+impl LocalSessionManager {
+    /// Upstream's `create_session`, its sessions run with `fork`.
+    async fn create_with(
+        &self,
+        fork: Fork<'_>,
+    ) -> Result<(SessionId, SessionTransport), LocalSessionManagerError> {
+        let id = session_id();
+        let mirror = self
+            .take_ownership(fork.state, &id, true)
+            .await?
+            .map(|(mirror, _)| mirror);
+        let (handle, transport) = self.spawn_session(&fork, id.clone(), Incarnation::First, mirror);
+        self.sessions.write().await.insert(id.clone(), handle);
+        Ok((id, transport))
+    }
+}
+
 impl SessionManager for LocalSessionManager {
     type Error = LocalSessionManagerError;
     type Transport = SessionTransport;
 
     async fn create_session(&self) -> Result<(SessionId, Self::Transport), Self::Error> {
-        let id = session_id();
-        let mirror = self
-            .take_ownership(&id, true)
-            .await?
-            .map(|(mirror, _)| mirror);
-        let (handle, transport) = self.spawn_session(id.clone(), Incarnation::First, mirror);
-        self.sessions.write().await.insert(id.clone(), handle);
-        Ok((id, transport))
+        self.create_with(self.fork()).await
     }
 
     async fn initialize_session(
@@ -388,7 +498,8 @@ impl SessionManager for LocalSessionManager {
             }
             // The shared log is asked without the table locked; upstream runs
             // one restore per id at a time, and the insert below re-checks.
-            let (incarnation, mirror) = match self.take_ownership(&id, false).await? {
+            let fork = self.fork();
+            let (incarnation, mirror) = match self.take_ownership(fork.state, &id, false).await? {
                 Some((mirror, standalone_head)) => {
                     (Incarnation::Shared { standalone_head }, Some(mirror))
                 }
@@ -398,7 +509,7 @@ impl SessionManager for LocalSessionManager {
             if sessions.get(&id).is_some_and(LocalSessionHandle::is_live) {
                 return Ok(crate::transport::streamable_http_server::session::RestoreOutcome::AlreadyPresent);
             }
-            let (handle, transport) = self.spawn_session(id.clone(), incarnation, mirror);
+            let (handle, transport) = self.spawn_session(&fork, id.clone(), incarnation, mirror);
             sessions.insert(id, handle);
             Ok(crate::transport::streamable_http_server::session::RestoreOutcome::Restored(transport))
         }
@@ -410,5 +521,160 @@ impl SessionManager for LocalSessionManager {
         ) -> Option<Arc<dyn crate::transport::streamable_http_server::session::EventStore>> {
             self.event_store.get()
         }
+    }
+}
+
+crate::line::plain_0x! {
+    {
+        /// A [`LocalSessionManager`] with the fork's settings, and a shared
+        /// log and a replay meter of its own (fork-only).
+        ///
+        /// 0.x's `LocalSessionManager` is upstream's two fields and nothing
+        /// else, so that applications' literals compile; it has no room for
+        /// the fork's settings. [`LocalSessionManager::with_replay_settings`]
+        /// and [`LocalSessionManager::with_shared_log`] return this, which
+        /// holds them beside the manager. It derefs to that manager
+        /// (`sessions`, `session_config`, its methods) and is a
+        /// [`SessionManager`] itself, so `Arc::new(manager.with_shared_log(log))`
+        /// serves as before. On 1.8 and later this is `LocalSessionManager`.
+        #[derive(Debug, Default)]
+        pub struct ReplaySessionManager {
+            local: LocalSessionManager,
+            replay: ReplaySettings,
+            state: ManagerState,
+        }
+
+        impl From<LocalSessionManager> for ReplaySessionManager {
+            fn from(local: LocalSessionManager) -> Self {
+                Self {
+                    local,
+                    replay: ReplaySettings::default(),
+                    state: ManagerState::default(),
+                }
+            }
+        }
+
+        impl std::ops::Deref for ReplaySessionManager {
+            type Target = LocalSessionManager;
+
+            fn deref(&self) -> &LocalSessionManager {
+                &self.local
+            }
+        }
+
+        impl std::ops::DerefMut for ReplaySessionManager {
+            fn deref_mut(&mut self) -> &mut LocalSessionManager {
+                &mut self.local
+            }
+        }
+
+        impl ReplaySessionManager {
+            /// Runs every session with `replay`.
+            pub fn with_replay_settings(self, replay: ReplaySettings) -> Self {
+                Self { replay, ..self }
+            }
+
+            /// Shares every session's streams through `shared`, as
+            /// [`LocalSessionManager::with_shared_log`] says.
+            pub fn with_shared_log(self, shared: Arc<dyn SharedLog>) -> Self {
+                Self {
+                    state: self.state.with_shared(shared),
+                    ..self
+                }
+            }
+
+            /// The fork's settings its sessions run with.
+            pub fn replay_settings(&self) -> &ReplaySettings {
+                &self.replay
+            }
+
+            /// The shared log, if sessions are shared.
+            pub fn shared_log(&self) -> Option<Arc<dyn SharedLog>> {
+                self.state.shared().cloned()
+            }
+
+            /// Bytes its sessions keep for replay now.
+            pub fn replay_bytes(&self) -> usize {
+                self.state.used()
+            }
+
+            /// The manager it holds.
+            pub(crate) fn local(&self) -> &LocalSessionManager {
+                &self.local
+            }
+
+            fn fork(&self) -> Fork<'_> {
+                Fork {
+                    replay: self.replay.clone(),
+                    state: &self.state,
+                }
+            }
+        }
+
+        impl SessionManager for ReplaySessionManager {
+            type Error = LocalSessionManagerError;
+            type Transport = SessionTransport;
+
+            async fn create_session(&self) -> Result<(SessionId, Self::Transport), Self::Error> {
+                self.local.create_with(self.fork()).await
+            }
+
+            async fn initialize_session(
+                &self,
+                id: &SessionId,
+                message: ClientJsonRpcMessage,
+            ) -> Result<ServerJsonRpcMessage, Self::Error> {
+                self.local.initialize_session(id, message).await
+            }
+
+            async fn has_session(&self, id: &SessionId) -> Result<bool, Self::Error> {
+                self.local.has_session(id).await
+            }
+
+            async fn close_session(&self, id: &SessionId) -> Result<(), Self::Error> {
+                self.local.close_session(id).await
+            }
+
+            async fn create_stream(
+                &self,
+                id: &SessionId,
+                message: ClientJsonRpcMessage,
+            ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error>
+            {
+                self.local.create_stream(id, message).await
+            }
+
+            async fn accept_message(
+                &self,
+                id: &SessionId,
+                message: ClientJsonRpcMessage,
+            ) -> Result<(), Self::Error> {
+                self.local.accept_message(id, message).await
+            }
+
+            async fn create_standalone_stream(
+                &self,
+                id: &SessionId,
+            ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error>
+            {
+                self.local.create_standalone_stream(id).await
+            }
+
+            async fn resume(
+                &self,
+                id: &SessionId,
+                last_event_id: String,
+            ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error>
+            {
+                self.local.resume(id, last_event_id).await
+            }
+        }
+    } else {
+        /// The fork's manager with its settings and shared log
+        /// (fork-only): on 0.x a type of its own, since 0.x's
+        /// `LocalSessionManager` has room for upstream's two fields only;
+        /// here `LocalSessionManager` itself, so that code naming it
+        /// compiles on every line.
+        pub type ReplaySessionManager = LocalSessionManager;
     }
 }

@@ -1,11 +1,12 @@
 //! What all sessions of one manager share, beside their configuration.
 //!
-//! Upstream 0.x's `LocalSessionManager` has two public fields and nothing
-//! else, so applications build it as a literal (`LocalSessionManager {
-//! sessions, session_config }`). The fork's manager-wide state (the shared
-//! log, the meter of every session's replay bytes) therefore rides in a
-//! hidden field of [`SessionConfig`](super::SessionConfig), which 0.x
-//! literals already fill with `..Default::default()`.
+//! On 1.8 and later the fork's manager-wide state (the shared log, the
+//! meter of every session's replay bytes) rides in a hidden field of
+//! [`SessionConfig`](super::SessionConfig). Upstream 0.x's
+//! `LocalSessionManager` and `SessionConfig` have upstream's public fields
+//! and nothing else, so that applications' literals compile: there the
+//! state is held by a [`ReplaySessionManager`](super::ReplaySessionManager),
+//! or, for a manager built as a literal, is one per process.
 
 use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, OnceLock};
@@ -59,6 +60,19 @@ impl ManagerState {
     /// first use.
     pub(crate) fn meter(&self, total: usize) -> Arc<Meter> {
         self.replay_bytes.get_or_init(|| Meter::new(total)).clone()
+    }
+
+    crate::line::plain_0x! {
+        {
+            /// The state of every 0.x manager built without the fork's
+            /// settings (a literal, `default()`): one per process, so its
+            /// sessions share one replay meter and no shared log.
+            pub(crate) fn process() -> &'static Self {
+                static PROCESS: std::sync::LazyLock<ManagerState> =
+                    std::sync::LazyLock::new(ManagerState::default);
+                &PROCESS
+            }
+        } else {}
     }
 
     pub(crate) fn used(&self) -> usize {

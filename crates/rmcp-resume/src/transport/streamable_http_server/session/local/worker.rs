@@ -12,13 +12,13 @@ use rmcp_resume_core::shared::{Gate, MirrorOp};
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
-use super::compat::SessionEvent;
+use super::compat::Command;
 use super::frames::{FRAME, data_of, events, weigh};
 use super::incarnation::Incarnation;
 use super::routing::{Route, Routes};
 use super::{
     EventId, HttpRequestId, LocalSessionHandle, LocalSessionWorkerError, MAX_SHADOW_STREAMS,
-    OpenedStream, Resumption, SessionConfig, SessionError,
+    OpenedStream, ReplaySettings, Resumption, SessionConfig, SessionError,
 };
 use crate::line::StoreSlot;
 use crate::model::ServerJsonRpcMessage;
@@ -59,9 +59,11 @@ pub fn create_local_session(
     id: impl Into<SessionId>,
     config: SessionConfig,
 ) -> (LocalSessionHandle, LocalSessionWorker) {
+    let replay = config.replay_settings();
     new_session(
         id.into(),
         config,
+        replay,
         StoreSlot::default(),
         Incarnation::First,
         None,
@@ -72,6 +74,7 @@ pub fn create_local_session(
 pub(super) fn new_session(
     id: SessionId,
     config: SessionConfig,
+    replay: ReplaySettings,
     event_store: StoreSlot,
     incarnation: Incarnation,
     process: Option<Arc<Meter>>,
@@ -82,16 +85,16 @@ pub(super) fn new_session(
     tracing::debug!(session_id = %id, ?incarnation, "create new session");
     let window = Window::new(
         config.channel_capacity,
-        config.max_replay_events,
-        config.effective_replay_retention(),
+        replay.max_replay_events,
+        replay.effective_replay_retention(),
     );
     let limits = Limits::new(
-        config.reader_stall_timeout,
-        config.completed_cache_ttl,
-        config.max_completed_streams,
+        replay.reader_stall_timeout,
+        replay.completed_cache_ttl,
+        replay.max_completed_streams,
         MAX_SHADOW_STREAMS,
     );
-    let budget = Budget::new(config.max_replay_bytes, process);
+    let budget = Budget::new(replay.max_replay_bytes, process);
     let session = Session::new(base.saturating_add(1), window, budget, limits);
     let standalone_gate = mirror.as_ref().map(|_| Gate::new(base.saturating_add(1)));
     let published = Arc::new(AtomicBool::new(incarnation == Incarnation::First));
@@ -101,6 +104,7 @@ pub(super) fn new_session(
         standalone_gate,
         id: id.clone(),
         config,
+        replay,
         event_store,
         event_rx,
         session,
@@ -125,8 +129,10 @@ pub struct LocalSessionWorker {
     standalone_gate: Option<Gate>,
     id: SessionId,
     config: SessionConfig,
+    /// The fork's settings (on 1.8 and later, a copy of `config`'s).
+    replay: ReplaySettings,
     event_store: StoreSlot,
-    event_rx: mpsc::Receiver<SessionEvent>,
+    event_rx: mpsc::Receiver<Command>,
     session: Session<ServerSseMessage, Ticket, RequestRoutes>,
     routes: Routes,
     next_http_request_id: HttpRequestId,
@@ -216,7 +222,7 @@ impl LocalSessionWorker {
         // committed with the call's opening: the `POST`'s head waits for it
         // (never an empty `200`), and a quiet call still gets its head and an
         // id to resume from. Without the app's `retry` it carries none.
-        let priming = match (self.config.sse_retry, &self.mirror) {
+        let priming = match (self.replay.sse_retry, &self.mirror) {
             (Some(retry), _) => Some(crate::line::retry_hint(retry)),
             (None, Some(_)) => {
                 let mut frame = crate::line::retry_hint(std::time::Duration::ZERO);

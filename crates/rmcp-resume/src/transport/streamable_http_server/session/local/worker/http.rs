@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::super::compat::{SessionEvent, StreamableHttpMessageReceiver, forward};
+use super::super::compat::{Command, StreamableHttpMessageReceiver, forward};
 use super::super::handle::refusal;
 use super::super::{HttpRequestId, LocalSessionWorkerError, SessionError};
 use super::LocalSessionWorker;
@@ -79,11 +79,11 @@ impl LocalSessionWorker {
 
     pub(super) async fn on_http(
         &mut self,
-        event: SessionEvent,
+        event: Command,
         context: &mut WorkerContext<Self>,
     ) -> Result<bool, WorkerQuitReason<LocalSessionWorkerError>> {
         match event {
-            SessionEvent::Request { message, responder } => {
+            Command::Request { message, responder } => {
                 let opened = match self.open_request_stream().await {
                     Ok(opened) => opened,
                     Err(error) => {
@@ -104,31 +104,31 @@ impl LocalSessionWorker {
                 }
                 self.client_message(message, m, context).await?;
             }
-            SessionEvent::ClientMessage {
+            Command::ClientMessage {
                 message,
                 http_request_id,
             } => {
                 self.client_message(message, http_request_id, context)
                     .await?
             }
-            SessionEvent::EstablishRequestWiseChannel { responder } => {
+            Command::EstablishRequestWiseChannel { responder } => {
                 let opened = self.open_request_stream().await;
                 let _ = responder.send(opened.map(StreamableHttpMessageReceiver::from));
             }
-            SessionEvent::EstablishCommonChannel { responder } => {
+            Command::EstablishCommonChannel { responder } => {
                 let _ = responder.send(Ok(self.open_standalone().into()));
             }
-            SessionEvent::OpenRequestStream { responder } => {
+            Command::OpenRequestStream { responder } => {
                 let _ = responder.send(self.open_request_stream().await);
             }
-            SessionEvent::OpenStandaloneStream { responder } => {
+            Command::OpenStandaloneStream { responder } => {
                 let _ = responder.send(Ok(self.open_standalone()));
             }
-            SessionEvent::CloseRequestWiseChannel { id, responder } => {
+            Command::CloseRequestWiseChannel { id, responder } => {
                 self.forget_request_stream(id);
                 let _ = responder.send(Ok(()));
             }
-            SessionEvent::Resume {
+            Command::Resume {
                 last_event_id,
                 responder,
             } => {
@@ -146,13 +146,13 @@ impl LocalSessionWorker {
                 };
                 let _ = responder.send(result);
             }
-            SessionEvent::PlanResume {
+            Command::PlanResume {
                 last_event_id,
                 responder,
             } => {
                 let _ = responder.send(Ok(self.plan_resume(&last_event_id)));
             }
-            SessionEvent::CloseSseStream {
+            Command::CloseSseStream {
                 http_request_id,
                 retry_interval,
                 responder,
@@ -160,7 +160,7 @@ impl LocalSessionWorker {
                 let _ =
                     responder.send(self.close_connection(http_request_id, retry_interval).await);
             }
-            SessionEvent::CloseRequestConnection {
+            Command::CloseRequestConnection {
                 request_id,
                 retry_interval,
                 responder,
@@ -171,8 +171,8 @@ impl LocalSessionWorker {
                 };
                 let _ = responder.send(closed);
             }
-            SessionEvent::Close => return Ok(false),
-            SessionEvent::InitializeRequest { responder, .. } => {
+            Command::Close => return Ok(false),
+            Command::InitializeRequest { responder, .. } => {
                 // Only the first message may initialize.
                 let _ = responder.send(Err(SessionError::InvalidEventId));
             }

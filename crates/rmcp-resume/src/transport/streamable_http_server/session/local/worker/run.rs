@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::super::compat::SessionEvent;
-use super::super::{LocalSessionWorkerError, SessionError};
+use super::super::compat::Command;
+use super::super::{ForkSessionError, LocalSessionWorkerError, SessionError};
 use super::LocalSessionWorker;
 use super::alarm::{Alarm, after};
 use crate::transport::worker::{Worker, WorkerConfig, WorkerContext, WorkerQuitReason};
@@ -35,7 +35,7 @@ impl Worker for LocalSessionWorker {
         mut self,
         mut context: WorkerContext<Self>,
     ) -> Result<(), WorkerQuitReason<Self::Error>> {
-        let init_timeout = self.config.init_timeout.unwrap_or(Duration::MAX);
+        let init_timeout = self.replay.init_timeout.unwrap_or(Duration::MAX);
         let first = tokio::select! {
             event = self.event_rx.recv() => event.ok_or_else(|| WorkerQuitReason::fatal(
                 LocalSessionWorkerError::TransportTerminated,
@@ -43,13 +43,13 @@ impl Worker for LocalSessionWorker {
             ))?,
             _ = context.cancellation_token.cancelled() => return Err(WorkerQuitReason::Cancelled),
             _ = tokio::time::sleep(init_timeout) => return Err(WorkerQuitReason::fatal(
-                LocalSessionWorkerError::InitTimeout(init_timeout),
+                ForkSessionError::InitTimeout(init_timeout).into(),
                 "waiting for initialize",
             )),
         };
-        let SessionEvent::InitializeRequest { request, responder } = first else {
+        let Command::InitializeRequest { request, responder } = first else {
             return Err(WorkerQuitReason::fatal(
-                LocalSessionWorkerError::UnexpectedEvent(first),
+                super::super::compat::unexpected(first),
                 "waiting for initialize",
             ));
         };
@@ -127,7 +127,7 @@ impl Worker for LocalSessionWorker {
                     Some(lost) => lost.cancelled().await,
                     None => std::future::pending().await,
                 } } => return Err(WorkerQuitReason::fatal(
-                    LocalSessionWorkerError::OwnershipLost,
+                    ForkSessionError::OwnershipLost.into(),
                     "writing the shared log",
                 )),
                 _ = keep_alive.ring(), if keep_alive.is_armed() => Turn::KeepAlive,
