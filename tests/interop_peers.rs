@@ -415,6 +415,7 @@ async fn quiet_45s(
         ticks: None,
         together: false,
         samplings: 0,
+        settle: Duration::ZERO,
     };
     let cell = matrix::run_cell(shape, server.addr, &plan, matrix::ForkConfig::Default).await;
     let record = matrix::RowRecord {

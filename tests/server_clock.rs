@@ -551,3 +551,47 @@ async fn a_quiet_call_with_its_post_open_keeps_its_session() {
     }
     assert!(rest.contains("finished 0 steps"), "{rest}");
 }
+
+/// The other side of the rule above: once the call's `POST` stream is
+/// dropped (its client gone), nothing keeps the session; it ends one idle
+/// timeout later though its tool still runs.
+#[tokio::test(start_paused = true)]
+async fn a_dropped_post_stream_no_longer_keeps_its_session() {
+    use rmcp::transport::common::server_side_http::SessionId;
+
+    const IDLE: Duration = Duration::from_secs(60);
+    let server = TestServer::new(Side::Fork)
+        .completed_ttl(Duration::from_secs(3_600))
+        .idle_session(IDLE)
+        .keep_alive(None);
+    let (service, manager) = server.demo_service();
+    let session = open(&service).await;
+    let id: SessionId = session.as_str().into();
+    let handle = manager
+        .handle(&id)
+        .await
+        .unwrap_or_else(|| panic!("no session {session}"));
+    let call = json!({
+        "jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": { "name": "work", "arguments": { "count": 0 } }
+    });
+    let response = service
+        .handle(request(http::Method::POST, Some(&session), Some(call)))
+        .await;
+    assert_eq!(response.status(), 200);
+    let mut body = response.into_body();
+    assert!(
+        matches!(body.frame().await, Some(Ok(_))),
+        "no priming event"
+    );
+    drop(body);
+    let dropped = tokio::time::Instant::now();
+
+    handle.stopped().await;
+    let ended = dropped.elapsed();
+    assert!(
+        ended < IDLE + Duration::from_secs(1),
+        "the session outlived its idle timeout by {:?} after its only connection went",
+        ended.saturating_sub(IDLE)
+    );
+}
