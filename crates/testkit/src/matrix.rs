@@ -1421,4 +1421,44 @@ mod tests {
             assert_eq!(cell.verdict, verdict, "{answered}: {:?}", cell.problems);
         }
     }
+
+    #[test]
+    fn a_call_given_up_before_the_gateway_timeout_fails_the_cell() {
+        let plan = Plan {
+            path: PathKind::BufferingTimeout(Duration::from_secs(60)),
+            server: Delivers::GatewayTimeout,
+            ..plan(false, 4)
+        };
+        let failed_at = |client, ms| {
+            let mut record = ok(client, 1, 0);
+            record.outcome = Outcome::Error;
+            record.calls = vec![CallRecord {
+                tool: "quiet",
+                args: json!({}),
+                outcome: Outcome::Error,
+                elapsed_ms: ms,
+                expected: vec![1.0, 2.0],
+                seen: vec![1.0],
+                seen_at_ms: vec![0],
+                duplicates: 0,
+                text: None,
+                detail: Some("504".to_owned()),
+            }];
+            record
+        };
+        let patient = judge(
+            "s",
+            &plan,
+            failed_at(Client::Fork, 60_010),
+            failed_at(Client::Upstream, 60_003),
+        );
+        assert_eq!(patient.verdict, "ok", "{:?}", patient.problems);
+        let early = judge(
+            "s",
+            &plan,
+            failed_at(Client::Fork, 10_000),
+            failed_at(Client::Upstream, 60_003),
+        );
+        assert_eq!(early.verdict, "FAIL", "{:?}", early.problems);
+    }
 }
