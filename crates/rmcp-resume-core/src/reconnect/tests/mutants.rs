@@ -150,3 +150,105 @@ async fn empty_closes_after_progress_start_the_deadline() {
     }
     assert_eq!(log.entries().len(), 2, "{:?}", log.entries());
 }
+
+/// Standalone events `(id, at)` on one open connection, each at its time
+/// from the start, the connection kept open after the last.
+fn timed(events: &[(&'static str, u64)]) -> SseFrames {
+    let events = events.to_vec();
+    futures::stream::unfold((0usize, 0u64), move |(i, now)| {
+        let events = events.clone();
+        async move {
+            let (id, at) = *events.get(i)?;
+            tokio::time::sleep(Duration::from_secs(at.saturating_sub(now))).await;
+            Some((Ok(list_changed(id)), (i + 1, at)))
+        }
+    })
+    .chain(futures::stream::pending())
+    .boxed()
+}
+
+/// "Nothing a peer triggers logs unthrottled at WARN": a server can make
+/// every standalone event a gap. The first gap warns; the rest within a
+/// minute of it go to DEBUG; one a full minute after the last WARN warns
+/// again. The observer hears of every one.
+#[tokio::test(start_paused = true)]
+async fn gaps_warn_once_a_minute_and_the_observer_hears_each() {
+    use tracing_subscriber::layer::{Layer as _, SubscriberExt};
+    let lines = Lines::default();
+    let _default = tracing::subscriber::set_default(
+        tracing_subscriber::registry().with(
+            lines
+                .clone()
+                .with_filter(tracing_subscriber::filter::LevelFilter::WARN),
+        ),
+    );
+    let (config, gaps) = recording(ResumeConfig::default().with_id_rules(IdRules::Rmcp));
+    let (script, _) = Script::new(vec![], || Answer::Stall(vec![]));
+    let first = timed(&[("1", 0), ("3", 0), ("5", 1), ("7", 60), ("9", 61)]);
+    let stream = resuming_sse_stream(
+        Some(first),
+        None,
+        script,
+        StreamScope::Standalone,
+        fixed(None, 10),
+        config,
+    );
+    let mut stream = std::pin::pin!(stream);
+    // After each id: the WARN lines so far.
+    for (id, warned) in [("1", 0), ("3", 1), ("5", 1), ("7", 2), ("9", 2)] {
+        let next = stream.next().await;
+        let got = next.and_then(Result::ok).and_then(|sse| sse.id);
+        assert_eq!(got.as_deref(), Some(id));
+        assert_eq!(Lines::get(&lines.all), warned, "WARN lines after {id}");
+    }
+    assert_eq!(seen(&gaps).len(), 4, "the observer hears every gap");
+}
+
+/// A live gap on a vouched standalone stream goes on from the event after
+/// it; that event repeated is a copy, not a primed stream's first event.
+#[tokio::test(start_paused = true)]
+async fn the_event_after_a_live_gap_repeated_is_a_copy() {
+    let (config, gaps) = recording(ResumeConfig::default().with_id_rules(IdRules::Rmcp));
+    let (script, _) = Script::new(vec![], || Answer::Stall(vec![]));
+    let first = futures::stream::iter(["1", "3", "3", "4"].map(|id| Ok(list_changed(id))))
+        .chain(futures::stream::pending())
+        .boxed();
+    let stream = resuming_sse_stream(
+        Some(first),
+        None,
+        script,
+        StreamScope::Standalone,
+        fixed(None, 10),
+        config,
+    );
+    let (messages, error) = read_for(stream, Duration::from_secs(5)).await;
+    assert!(error.is_none(), "{error:?}");
+    assert_eq!(ids(&messages), ["1", "3", "4"]);
+    assert_eq!(seen(&gaps).len(), 1);
+}
+
+/// A response without an id on a primed request stream: the stream is
+/// draining, and a message that then repeats the priming id (upstream's
+/// `0` ids) is passed on without taking the stream back to following, so
+/// the stream ends with its connection and is never resumed.
+#[tokio::test(start_paused = true)]
+async fn after_an_unnumbered_response_the_stream_ends_with_its_connection() {
+    let (script, log) = Script::new(vec![], || Answer::Frames(vec![]));
+    let unnumbered = Sse {
+        id: None,
+        ..response("unused")
+    };
+    let first = opened(vec![priming("0", 3000), unnumbered, progress("0", 1)]);
+    let (messages, error) = request_stream(Some(first), None, script).await;
+    assert!(error.is_none(), "{error:?}");
+    assert_eq!(
+        messages.len(),
+        2,
+        "the response and the message: {messages:?}"
+    );
+    assert!(
+        log.entries().is_empty(),
+        "resumed after its response: {:?}",
+        log.entries()
+    );
+}
