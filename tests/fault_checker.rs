@@ -36,6 +36,18 @@ async fn check_on(
     kinds: &[FaultKind],
     takeovers: usize,
 ) {
+    check(config_on(backend, seed, faults_count, kinds, takeovers)).await;
+}
+
+/// The settings of [`check_on`]'s run, which a broken build's test runs
+/// too: the unbroken run of the same settings is its control.
+fn config_on(
+    backend: Backend,
+    seed: u64,
+    faults_count: usize,
+    kinds: &[FaultKind],
+    takeovers: usize,
+) -> RunConfig {
     let mut config = RunConfig::new(seed, server_example());
     config.backend = backend;
     config.faults = faults_count;
@@ -52,7 +64,26 @@ async fn check_on(
         // keeps the run's minimum of one POST-first resume (CI's run of
         // 2026-12-06 10:40 made none at 35%).
         config.post_first_percent = 70;
+        // A lease the owner keeps through a starved machine's scheduling
+        // stalls: six Redis nodes and three instances on CI's two loaded
+        // cores left an owner unscheduled past its 1 s lease (renewals
+        // every third of it), and a healthy session was taken over with
+        // no fault applied (`unexplained-error`, 2 runs of 5). A process
+        // that is not scheduled is a paused one, and a takeover is then
+        // the product's answer: the checker stays strict, the lease grows.
+        // Up to 2 s the schedule draws the same faults (Redis holds are
+        // 200 ms to `max(lease + 1 s, 3 s)`), several of them past it.
+        // Under two busy loops at the test's priority (+4 nice), 5 runs:
+        // with 1 s, one run with `unexplained-error 2`; with 2 s, none.
+        // (Both still had `unexplained-drop` runs: a POST's head not sent
+        // within the client's 3 s read timeout, not a lease matter.)
+        config.lease = Duration::from_secs(2);
     }
+    config
+}
+
+/// Runs `config` and fails with the anomalies in full.
+async fn check(config: RunConfig) {
     let report = faults::run(&config).await.expect("the run itself");
     println!(
         "{}\n{}\n{}",
@@ -73,21 +104,24 @@ async fn check_on(
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn cuts_kills_and_pauses_of_instances_leave_every_history_valid() {
-    check_on(
+/// Seed 1: cuts, kills and pauses of instances. The control of
+/// [`a_build_whose_remote_resumes_skip_an_event_is_reported`], which runs
+/// the same settings broken.
+fn instances_seed() -> RunConfig {
+    config_on(
         Backend::Redis,
         1,
         9,
         &[FaultKind::Cut, FaultKind::Kill, FaultKind::Pause],
         1,
     )
-    .await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn redis_pauses_stops_and_restarts_are_reported_never_silent() {
-    check_on(
+/// Seed 2: cuts, and Redis paused, stopped and restarted. The control of
+/// [`a_build_that_sends_before_the_commit_is_reported`], which runs the
+/// same settings broken.
+fn redis_seed() -> RunConfig {
+    config_on(
         Backend::Redis,
         2,
         8,
@@ -99,7 +133,16 @@ async fn redis_pauses_stops_and_restarts_are_reported_never_silent() {
         ],
         0,
     )
-    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cuts_kills_and_pauses_of_instances_leave_every_history_valid() {
+    check(instances_seed()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_pauses_stops_and_restarts_are_reported_never_silent() {
+    check(redis_seed()).await;
 }
 
 /// Instance faults and Redis faults in one run: a pause or a kill of an
@@ -202,6 +245,13 @@ async fn deletes_on_non_owners_stop_the_owner_within_the_lease_s_third() {
 /// `200`, and nothing may be sent that Redis did not commit.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn redis_down_past_the_outage_limit_is_reported_never_silent() {
+    check(outage_seed()).await;
+}
+
+/// Seed 8: Redis stopped past a 2 s outage limit, among cuts. The control
+/// of [`events_deleted_from_redis_behind_the_instances_are_reported`],
+/// which runs the same settings with a saboteur.
+fn outage_seed() -> RunConfig {
     let mut config = RunConfig::new(8, server_example());
     config.faults = 4;
     config.kinds = [FaultKind::RedisOutage, FaultKind::Cut]
@@ -214,29 +264,17 @@ async fn redis_down_past_the_outage_limit_is_reported_never_silent() {
         takeovers: 0,
         post_first: 0,
     };
-    let report = faults::run(&config).await.expect("the run itself");
-    println!(
-        "{}\n{}\n{}",
-        Report::table_header(),
-        report.table_row(),
-        report.details(3)
-    );
-    assert!(
-        report.anomalies.is_empty(),
-        "{}\n{}",
-        report.table_row(),
-        report.details(3)
-    );
+    config
 }
 
 /// The checker can fail: with the newest entry of every stream deleted
 /// from Redis every 50 ms behind the instances' backs, events the clients
 /// received are missing when the live audit reads them, and it says so.
+/// Its control is [`redis_down_past_the_outage_limit_is_reported_never_silent`]:
+/// the same settings without the saboteur, with no anomaly.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn events_deleted_from_redis_behind_the_instances_are_reported() {
-    let mut config = RunConfig::new(6, server_example());
-    config.faults = 4;
-    config.kinds = [FaultKind::Cut].into_iter().collect();
+    let mut config = outage_seed();
     config.minimums = Minimums::default();
     config.sabotage = Some(Duration::from_millis(50));
     let report = faults::run(&config).await.expect("the run itself");
@@ -281,27 +319,21 @@ async fn check_catches_break(mut config: RunConfig, broken: &'static str, kinds:
 }
 
 /// The checker catches a build whose readers do not wait for the shared
-/// log's commit: under Redis pauses and stops, clients receive events
-/// Redis did not hold.
+/// log's commit: under Redis pauses, stops and restarts, clients receive
+/// events Redis did not hold. Its control is
+/// [`redis_pauses_stops_and_restarts_are_reported_never_silent`]: the same
+/// settings unbroken, with no anomaly.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_build_that_sends_before_the_commit_is_reported() {
-    let mut config = RunConfig::new(2, server_example());
-    config.faults = 4;
-    config.kinds = [FaultKind::RedisPause, FaultKind::RedisStop]
-        .into_iter()
-        .collect();
-    check_catches_break(config, "open-gates", &["early", "not-committed"]).await;
+    check_catches_break(redis_seed(), "open-gates", &["early", "not-committed"]).await;
 }
 
 /// The checker catches a build whose resumes, served from Redis by an
 /// instance that does not own the session, skip one event: among kills,
-/// pauses and cuts, clients see gaps nobody announced.
+/// pauses and cuts, clients see gaps nobody announced. Its control is
+/// [`cuts_kills_and_pauses_of_instances_leave_every_history_valid`]: the
+/// same settings unbroken, with no anomaly.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_build_whose_remote_resumes_skip_an_event_is_reported() {
-    let mut config = RunConfig::new(1, server_example());
-    config.faults = 6;
-    config.kinds = [FaultKind::Cut, FaultKind::Kill, FaultKind::Pause]
-        .into_iter()
-        .collect();
-    check_catches_break(config, "replay-skips", &["silent-gap"]).await;
+    check_catches_break(instances_seed(), "replay-skips", &["silent-gap"]).await;
 }

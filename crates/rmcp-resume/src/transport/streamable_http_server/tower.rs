@@ -190,14 +190,18 @@ impl<S: crate::fork::SessionService + Send + 'static, M: SessionManager>
                 request::session_id(request.headers()),
                 get::shared_log(self.session_manager.as_ref()),
             ) {
+                // The head's deadline counts from the request's arrival:
+                // a `503` comes within the outage limit however long the
+                // commands in flight take to time out.
+                let deadline = tokio::time::Instant::now() + shared.outage_limit();
                 if let Some(refused) = self.owned_elsewhere(session).await {
                     return refused;
                 }
-                hold = Some(shared.renew_every());
+                hold = Some((shared.renew_every(), deadline));
             }
             let response = self.inner.handle(request).await;
             return match hold {
-                Some(retry) => post::hold_head(response, retry).await,
+                Some((retry, deadline)) => post::hold_head(response, retry, deadline).await,
                 None => response,
             };
         }

@@ -223,12 +223,19 @@ impl<S: crate::fork::SessionService + Send + 'static, M: SessionManager>
         // An owner that took the session over (a restore) holds only what it
         // wrote itself; the earlier owner's events are in the shared log,
         // which also follows everything this owner commits from now on.
-        if let Some(shared) = shared_log(self.session_manager.as_ref())
-            && self
+        if let Some(shared) = shared_log(self.session_manager.as_ref()) {
+            match self
                 .shared_knows_more(&*shared, session, id, &resumption.answer)
                 .await
-        {
-            return self.shared_get(shared, session, Some(cursor)).await;
+            {
+                Ok(true) => return self.shared_get(shared, session, Some(cursor)).await,
+                Ok(false) => {}
+                // The shared log may hold an earlier owner's events after
+                // the cursor: a notice that they are lost (this owner's own
+                // floor) could be false. A `503`, as on any instance that
+                // cannot read the shared log.
+                Err(error) => return super::shared::unavailable(&error),
+            }
         }
         self.answer(session, resumption)
     }
@@ -236,28 +243,28 @@ impl<S: crate::fork::SessionService + Send + 'static, M: SessionManager>
     /// Whether the shared log answers a resume better than this instance's
     /// own logs did: a stream they do not know, a cursor below their floor,
     /// or a standalone cursor of an earlier owner's life that the shared log
-    /// still replays exactly.
+    /// still replays exactly. `Err` when the shared log could not be read
+    /// to tell the last.
     async fn shared_knows_more(
         &self,
         shared: &dyn rmcp_resume_core::shared::SharedLog,
         session: &SessionId,
         id: crate::transport::resumption::RmcpEventId,
         local: &ResumeAnswer,
-    ) -> bool {
+    ) -> Result<bool, rmcp_resume_core::shared::SharedLogError> {
         match local {
-            ResumeAnswer::UnknownStream | ResumeAnswer::BelowFloor { .. } => true,
+            ResumeAnswer::UnknownStream | ResumeAnswer::BelowFloor { .. } => Ok(true),
             ResumeAnswer::Fallback { .. } => {
                 // Read for the cursor, as `shared_get` does: the last id
                 // before a takeover's segment goes on at the segment.
                 let from = super::shared::read_from(id);
-                match shared.read(session, id.stream_id(), from, 1).await {
-                    Ok(snapshot) => {
-                        matches!(plan(snapshot.lookup, id), ResumeAnswer::Replay { .. })
-                    }
-                    Err(_) => false,
-                }
+                let snapshot = shared.read(session, id.stream_id(), from, 1).await?;
+                Ok(matches!(
+                    plan(snapshot.lookup, id),
+                    ResumeAnswer::Replay { .. }
+                ))
             }
-            _ => false,
+            _ => Ok(false),
         }
     }
 

@@ -10,6 +10,7 @@
 //! |---|---|
 //! | this instance runs the session but its lease ran out by its own clock | `503` with `Retry-After`, before the call runs |
 //! | the call's stream ends before its first event was committed | `503` with `Retry-After` (the head was held until then) |
+//! | no first event committed within the outage limit of the `POST`'s arrival | `503` with `Retry-After`, then: the head's own deadline |
 //! | its first event is committed | upstream's `200` and the stream, unchanged |
 //!
 //! The head waits for the stream's first frame that proves a commit: one
@@ -78,9 +79,19 @@ fn proves_commit(bytes: &Bytes) -> bool {
 }
 
 /// Upstream's answer to a `POST`, with an SSE stream's head held until its
-/// first event: a stream that ends (or fails) before one becomes a `503`
-/// with `Retry-After`. Other answers pass unchanged.
-pub(super) async fn hold_head(response: BoxResponse, retry: Duration) -> BoxResponse {
+/// first event: a stream that ends (or fails) before one, or that has none
+/// by `deadline`, becomes a `503` with `Retry-After`. Other answers pass
+/// unchanged.
+///
+/// The deadline is the head's own: the owner gives a call up once Redis has
+/// not taken its batch for the outage limit, but only after the command in
+/// flight then times out (and a try may be a renewal and a commit), so the
+/// stream's end alone could come a few command timeouts past the limit.
+pub(super) async fn hold_head(
+    response: BoxResponse,
+    retry: Duration,
+    deadline: tokio::time::Instant,
+) -> BoxResponse {
     let is_sse = response
         .headers()
         .get(http::header::CONTENT_TYPE)
@@ -92,7 +103,18 @@ pub(super) async fn hold_head(response: BoxResponse, retry: Duration) -> BoxResp
     let (parts, mut body) = response.into_parts();
     let mut held: Vec<http_body::Frame<Bytes>> = Vec::new();
     loop {
-        match body.frame().await {
+        let Ok(frame) = tokio::time::timeout_at(deadline, body.frame()).await else {
+            tracing::info!(
+                held = held.len(),
+                "a call's first event was not committed by the head's deadline"
+            );
+            return unavailable(
+                retry,
+                "Service Unavailable: the call could not be committed to the shared \
+                 replay log in time; retry shortly",
+            );
+        };
+        match frame {
             Some(Ok(frame)) => {
                 if frame.data_ref().is_some_and(only_comments) {
                     continue;
@@ -140,6 +162,11 @@ mod tests {
         response
     }
 
+    /// A deadline no test reaches.
+    fn far() -> tokio::time::Instant {
+        tokio::time::Instant::now() + Duration::from_secs(3600)
+    }
+
     async fn body(response: BoxResponse) -> String {
         let bytes = response
             .into_body()
@@ -152,13 +179,13 @@ mod tests {
 
     #[tokio::test]
     async fn a_stream_that_ends_before_an_event_is_a_503_with_retry_after() {
-        let response = hold_head(sse(vec![":\n\n"]), Duration::from_millis(3300)).await;
+        let response = hold_head(sse(vec![":\n\n"]), Duration::from_millis(3300), far()).await;
         assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
         assert_eq!(
             response.headers().get(http::header::RETRY_AFTER),
             Some(&HeaderValue::from_static("4"))
         );
-        let empty = hold_head(sse(vec![]), Duration::ZERO).await;
+        let empty = hold_head(sse(vec![]), Duration::ZERO, far()).await;
         assert_eq!(empty.status(), StatusCode::SERVICE_UNAVAILABLE);
         assert_eq!(
             empty.headers().get(http::header::RETRY_AFTER),
@@ -169,10 +196,15 @@ mod tests {
     #[tokio::test]
     async fn a_priming_frame_of_no_request_stream_does_not_release_the_head() {
         // Upstream 0.15-0.17 prime the stream themselves, outside the gate.
-        let response = hold_head(sse(vec!["id: 0\nretry: 3000\ndata: \n\n"]), Duration::ZERO).await;
+        let response = hold_head(
+            sse(vec!["id: 0\nretry: 3000\ndata: \n\n"]),
+            Duration::ZERO,
+            far(),
+        )
+        .await;
         assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
         let frames = vec!["id: 0\nretry: 3000\ndata: \n\n", "id: 1/5\ndata: {}\n\n"];
-        let response = hold_head(sse(frames), Duration::ZERO).await;
+        let response = hold_head(sse(frames), Duration::ZERO, far()).await;
         assert_eq!(response.status(), StatusCode::OK);
         assert_eq!(
             body(response).await,
@@ -189,7 +221,7 @@ mod tests {
             ":\n\n",
             "data: {}\n\n",
         ];
-        let response = hold_head(sse(frames), Duration::from_secs(1)).await;
+        let response = hold_head(sse(frames), Duration::from_secs(1), far()).await;
         assert_eq!(response.status(), StatusCode::OK);
         assert_eq!(
             body(response).await,
@@ -200,14 +232,54 @@ mod tests {
     #[tokio::test]
     async fn any_number_of_keep_alives_never_release_the_head_alone() {
         let frames = vec![":\n\n"; 1000];
-        let response = hold_head(sse(frames), Duration::ZERO).await;
+        let response = hold_head(sse(frames), Duration::ZERO, far()).await;
         assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+    }
+
+    /// A commit that never comes back (a Redis command hung past the
+    /// outage limit) must not hold the head past its deadline: without one,
+    /// this waits for ever.
+    #[tokio::test(start_paused = true)]
+    async fn a_head_with_no_first_event_by_its_deadline_is_a_503_then() {
+        let keep_alives = futures::stream::iter(
+            [":\n\n", "id: 0\nretry: 3000\ndata: \n\n"]
+                .map(|f| Ok::<_, Infallible>(http_body::Frame::data(Bytes::from(f)))),
+        );
+        let never = futures::StreamExt::chain(keep_alives, futures::stream::pending());
+        let mut hung = http::Response::new(BodyExt::boxed(StreamBody::new(never)));
+        hung.headers_mut().insert(
+            http::header::CONTENT_TYPE,
+            HeaderValue::from_static(EVENT_STREAM_MIME_TYPE),
+        );
+        let started = tokio::time::Instant::now();
+        let limit = Duration::from_secs(2);
+        let response = tokio::time::timeout(
+            limit * 10,
+            hold_head(hung, Duration::from_millis(333), started + limit),
+        )
+        .await
+        .unwrap_or_else(|_| panic!("the head was still held {:?} after its deadline", limit * 9));
+        assert_eq!(started.elapsed(), limit);
+        assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(
+            response.headers().get(http::header::RETRY_AFTER),
+            Some(&HeaderValue::from_static("1"))
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_first_event_ready_at_a_past_deadline_still_wins() {
+        let frames = vec!["id: 0/1\nretry: 3000\ndata: \n\n"];
+        let past = tokio::time::Instant::now();
+        tokio::time::advance(Duration::from_secs(1)).await;
+        let response = hold_head(sse(frames), Duration::ZERO, past).await;
+        assert_eq!(response.status(), StatusCode::OK);
     }
 
     #[tokio::test]
     async fn other_answers_pass_unchanged() {
         let json = http::Response::new(BodyExt::boxed(Full::new(Bytes::from_static(b"{}"))));
-        let response = hold_head(json, Duration::from_secs(1)).await;
+        let response = hold_head(json, Duration::from_secs(1), far()).await;
         assert_eq!(response.status(), StatusCode::OK);
         assert_eq!(body(response).await, "{}");
     }

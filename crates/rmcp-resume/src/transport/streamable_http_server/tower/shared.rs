@@ -222,7 +222,7 @@ fn across_segments(answer: ResumeAnswer, resume_at: u64) -> ResumeAnswer {
 const STOPPING: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// The shared log could not be read: a clear `503`, never an empty `200`.
-fn unavailable(error: &SharedLogError) -> BoxResponse {
+pub(super) fn unavailable(error: &SharedLogError) -> BoxResponse {
     match error {
         SharedLogError::Gone => not_found(),
         other => {
