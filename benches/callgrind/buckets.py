@@ -22,6 +22,7 @@ ROW = re.compile(r"\s*([\d,]+)\s+\(\s*[\d.]+%\)\s+(.*)")
 BUCKETS = [
     ("allocation (malloc, free, realloc)", r"\b(_?_?libc_)?(malloc|free|realloc|calloc|cfree)\b|_int_(malloc|free|realloc)|malloc_consolidate|unlink_chunk|tcache|__rust_(alloc|dealloc|realloc)|__rdl_|alloc::raw_vec::finish_grow|RawVecInner.*(reserve|grow)|alloc::alloc::"),
     ("memcpy, memmove, memset, memchr", r"__mem(cpy|move|set|cmp|chr)|\bmem(cpy|move|set|cmp|chr|rchr)|__strlen|strlen|wmemset|core::slice::memchr|bcmp"),
+    ("the Redis log's client (rmcp_resume_redis, redis-rs, RESP)", r"rmcp_resume_redis|\bredis::|combine::|sha1_smol"),
     ("serde_json, serde (JSON read and written)", r"serde_json|\bserde::|serde_core|<serde|Serialize|Deserialize|Visitor|__Field|itoa|ryu"),
     ("rmcp: service (dispatch, peer, handler, model)", r"rmcp::(service|handler|model)|rmcp_macros|\brmcp::.*(Peer|RequestContext|ServerHandler|ClientHandler)"),
     ("rmcp: transport (session, worker, SSE, HTTP glue)", r"\brmcp::|rmcp_resume|rmcp_resume_core|sse_stream|harness::|testkit|floor::"),
