@@ -467,6 +467,16 @@ async fn allocations(quick: bool) -> AnyResult<Value> {
 /// `--serve SIDE [BUDGET]`: a server alone in this process, for the memory
 /// and flood sections; `BUDGET` bytes of replay for all sessions (the fork).
 async fn serve_alone(side: &str, budget: Option<usize>) -> AnyResult<()> {
+    if side == "floor" {
+        // The floor's server, for `benches/callgrind/floor.sh`.
+        let ct = CancellationToken::new();
+        println!("{}", floor::serve(&ct).await?);
+        std::io::stdout().flush()?;
+        let mut sink = Vec::new();
+        tokio::io::stdin().read_to_end(&mut sink).await?;
+        ct.cancel();
+        return Ok(());
+    }
     let side = match side {
         "upstream" => Side::Upstream,
         "fork" => Side::Fork,
@@ -494,6 +504,16 @@ async fn serve_alone(side: &str, budget: Option<usize>) -> AnyResult<()> {
 /// making `CALLS` sequential `sum` calls on one session, for
 /// `benches/callgrind/client.sh` (the client's instructions per call).
 async fn drive_alone(side: &str, url: &str, calls: usize) -> AnyResult<()> {
+    if side == "floor" {
+        // The floor's client, for `benches/callgrind/floor.sh`.
+        // One call first, in both runs, so that the connection's set-up
+        // cancels out as the rmcp clients' handshake does.
+        let client = floor::Client::new(url);
+        for id in 0..=calls {
+            client.call(id as u64).await?;
+        }
+        return Ok(());
+    }
     let side = match side {
         "upstream" => Side::Upstream,
         "fork" => Side::Fork,

@@ -113,6 +113,34 @@ async fn servers(redis: &RedisServer, tcp: &RedisServer) -> AnyResult<Servers> {
     })
 }
 
+/// One server of the bench's configuration on `log` (`local`, `mirror` or
+/// a Redis URL), until stdin closes.
+async fn serve_alone(log: &str) -> AnyResult<()> {
+    use tokio::io::AsyncReadExt;
+    let window = 4_096;
+    let server = TestServer::new(Side::Fork)
+        .window(window)
+        .replay_bytes(64 << 20, 256 << 20)
+        .nodelay();
+    let server = match log {
+        "local" => server,
+        "mirror" => server.shared_log(Arc::new(null_log::NullLog::default())),
+        url => {
+            let mut config = RedisLogConfig::default();
+            config.window = Window::events(window);
+            config.max_stream_bytes = 64 << 20;
+            let log = RedisLog::connect(url, config).await?;
+            server.shared_log(Arc::new(RedisShared::new(log, "a".to_owned())))
+        }
+    };
+    let served = server.serve().await?;
+    println!("{}", served.url);
+    let mut sink = Vec::new();
+    tokio::io::stdin().read_to_end(&mut sink).await?;
+    drop(served);
+    Ok(())
+}
+
 impl Servers {
     fn owner(&self, backend: Backend) -> &str {
         match backend {
@@ -218,6 +246,14 @@ fn median(mut values: Vec<f64>) -> f64 {
 
 #[tokio::main]
 async fn main() -> AnyResult<()> {
+    // `--serve local|mirror|REDIS_URL`: the bench's fork server alone on
+    // that log, its URL on stdout, serving until stdin closes, for
+    // `benches/callgrind/shared_log.sh` (the shared log's instructions per
+    // call in the server).
+    let args: Vec<String> = std::env::args().collect();
+    if let Some(i) = args.iter().position(|a| a == "--serve") {
+        return serve_alone(args.get(i + 1).map_or("local", String::as_str)).await;
+    }
     let quick = std::env::args().any(|a| a == "--quick");
     let rounds = if quick { 3 } else { 7 };
     let window = Duration::from_millis(if quick { 500 } else { 2_000 });

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Makes N sequential `tools/call sum` on one session of an MCP server.
 
-    drive.py URL N
+    drive.py URL N [SESSION]
 
 The same plain HTTP client for both servers, so that what callgrind counts
 in a server is the server's own work.
@@ -29,7 +29,9 @@ def main():
 
     hello = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "drive", "version": "0"}}
     response, _ = post({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": hello})
-    session = response.getheader("Mcp-Session-Id")
+    # The floor's server (`--serve floor`) has no handshake: it answers 404
+    # and expects its one session id, which a third argument names.
+    session = response.getheader("Mcp-Session-Id") or (sys.argv[3] if len(sys.argv) > 3 else None)
     post({"jsonrpc": "2.0", "method": "notifications/initialized"}, session)
     for i in range(calls):
         call = {"name": "sum", "arguments": {"a": i, "b": 1}}
