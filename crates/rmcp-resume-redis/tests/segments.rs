@@ -156,3 +156,57 @@ async fn the_standalone_window_counts_events_across_a_segment() {
         ResumeAnswer::Replay { .. }
     ));
 }
+
+/// A segment its owner wrote nothing into before the next takeover: a
+/// resume from the id before it goes on at the first segment that can hold
+/// events, not at the empty one, whose tail would end at once at the next
+/// jump and leave the reader on the same cursor for ever (the long fault
+/// run's loop: a standalone `GET` with cursor `0` answered, every 100 ms,
+/// with a stream that ended within a millisecond).
+#[tokio::test]
+async fn a_resume_before_an_empty_segment_goes_on_past_it() {
+    let server = RedisServer::start();
+    let log = connect(&server, config()).await;
+    let session = log.session("s");
+    let lease_a = owned(&log, "s", "a").await;
+    for n in 1..=2 {
+        commit_at(&session, lease_a, StreamId::Standalone, n, "{\"by\":\"a\"}")
+            .await
+            .expect("A's event");
+    }
+    let _lease_b = take_over(&server, &log, "s", "b").await;
+    let b_first = standalone_head(&session).await;
+    let lease_c = take_over(&server, &log, "s", "c").await;
+    let c_first = standalone_head(&session).await;
+    assert!(c_first > b_first, "{b_first} {c_first}");
+    commit_at(
+        &session,
+        lease_c,
+        StreamId::Standalone,
+        c_first,
+        "{\"by\":\"c\"}",
+    )
+    .await
+    .expect("C's event");
+    let snapshot = session
+        .read(StreamId::Standalone, 3, 8)
+        .await
+        .expect("read");
+    assert_eq!(snapshot.resume_at, c_first, "B's segment is empty");
+    let answer = plan(snapshot.lookup, RmcpEventId::standalone(2));
+    assert!(matches!(answer, ResumeAnswer::Replay { .. }), "{answer:?}");
+    // The tail from there reads C's event instead of ending at C's jump.
+    let mut tail = Box::pin(session.tail(StreamId::Standalone, snapshot.resume_at, None));
+    let event = tokio::time::timeout(LIMIT, tail.next())
+        .await
+        .expect("in time")
+        .expect("an item")
+        .expect("C's event");
+    assert_eq!(event.index, c_first);
+    // B's priming id (its segment's start - 1) goes on at C's too.
+    let snapshot = session
+        .read(StreamId::Standalone, b_first, 8)
+        .await
+        .expect("read");
+    assert_eq!(snapshot.resume_at, c_first);
+}

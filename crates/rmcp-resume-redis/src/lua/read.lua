@@ -11,8 +11,10 @@
 -- On the standalone stream, `floor` and `at` are a reader's at position
 -- `from` (its cursor is `from - 1`), across the segments takeovers began
 -- (see lease.lua's 'segs'):
---   cursor is the last id before a segment   `at` is the segment's start
---                                            (no event lies between), and
+--   cursor is the last id before a segment   `at` is the segment's start,
+--                                            or the first after it that is
+--                                            not empty (no event lies
+--                                            between), and
 --                                            `floor` at most `from` unless
 --                                            the segment's start was trimmed
 --   cursor strictly between that id and      `floor` is at least the
@@ -51,6 +53,10 @@ if stream == 's' and packed == false then
         if asked <= s then
           floor = math.min(asked, cursor + 1)
         end
+        -- A segment with no event ends where the next begins (its owner
+        -- wrote nothing before the next takeover): go on past it, or a tail
+        -- from its start ends at once at the next jump, on the same cursor.
+        cursor = s - 1
       elseif cursor > l and cursor < s - 1 then
         floor = math.max(floor, s)
       end
