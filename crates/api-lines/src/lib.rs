@@ -18,6 +18,7 @@
 //! | `probe/server.rs` | the service's handler bound (`Service<RoleServer>`), a router, a boxed service, a hand-written service | all |
 //! | `probe/client.rs` | the client transport as upstream's alias of `WorkerTransport`, its constructors | all |
 //! | `probe/session.rs` | `LocalSessionWorkerError::KeepAliveTimeout`, the session items' types and signatures | all |
+//! | `probe/parse_0x.rs` | `EventId::from_str`: the value or the error's variant, compared in a test | 0.15, 0.16, 0.17 |
 //! | `probe/literals_0x.rs` | struct literals (`SessionConfig` full and destructured among them) and exhaustive matches of every session enum, which 0.x allows (no `#[non_exhaustive]`) | 0.15, 0.16, 0.17 |
 //! | `probe/defaults_0x.rs`, `probe/defaults_1x.rs` | `SessionConfig::default()` | 0.x; 1.8 and 2.2 |
 
@@ -94,6 +95,7 @@ line!(
         "probe/client.rs",
         "probe/session.rs",
         "probe/literals_0x.rs",
+        "probe/parse_0x.rs",
         "probe/defaults_0x.rs",
     ]
 );
@@ -111,6 +113,7 @@ line!(
         "probe/client.rs",
         "probe/session.rs",
         "probe/literals_0x.rs",
+        "probe/parse_0x.rs",
         "probe/defaults_0x.rs",
     ]
 );
@@ -128,6 +131,7 @@ line!(
         "probe/client.rs",
         "probe/session.rs",
         "probe/literals_0x.rs",
+        "probe/parse_0x.rs",
         "probe/defaults_0x.rs",
     ]
 );
@@ -602,6 +606,48 @@ mod tests {
                     "{line}, {side}'s client: {connections} connections for {requests} requests \
                      (pooled on this line: {pooled})"
                 );
+            }
+        }
+    }
+
+    /// 0.x's `EventId` reads every text as upstream's does: the same value
+    /// or the same error variant (a leading `+` or zero is an id there).
+    #[test]
+    fn event_ids_parse_as_upstreams_on_0x() {
+        let texts = [
+            "5",
+            "05",
+            "+5",
+            "0/07",
+            "3/1",
+            "",
+            "x",
+            "7/x",
+            "1/2/3",
+            "-1",
+            "5/",
+            "18446744073709551616",
+        ];
+        for text in texts {
+            let lines = [
+                (
+                    "0.17",
+                    super::v0_17::upstream::parse_0x::event_id(text),
+                    super::v0_17::overlay::parse_0x::event_id(text),
+                ),
+                (
+                    "0.16",
+                    super::v0_16::upstream::parse_0x::event_id(text),
+                    super::v0_16::overlay::parse_0x::event_id(text),
+                ),
+                (
+                    "0.15",
+                    super::v0_15::upstream::parse_0x::event_id(text),
+                    super::v0_15::overlay::parse_0x::event_id(text),
+                ),
+            ];
+            for (line, upstream, overlay) in lines {
+                assert_eq!(overlay, upstream, "{line}: {text:?}");
             }
         }
     }

@@ -264,12 +264,30 @@ mod tests {
         );
     }
 
-    /// A malformed id is an error on every line; on 0.x upstream's variant.
+    /// A malformed id is an error on every line; on 0.x upstream's variant,
+    /// `InvalidIndex` for either part, and upstream's spellings (a leading
+    /// `+` or zero) are ids there as upstream reads them.
     #[test]
     fn malformed_event_ids_are_refused() {
         for text in ["", "x", "7/x", "1/2/3", "-1"] {
             let error = text.parse::<EventId>().expect_err(text);
             assert!(!error.to_string().is_empty());
+            crate::line::plain_0x! {
+                {
+                    assert!(
+                        matches!(error, super::super::EventIdParseError::InvalidIndex(_)),
+                        "{text}: {error:?}"
+                    );
+                } else {}
+            }
+        }
+        crate::line::plain_0x! {
+            {
+                for (text, same) in [("05", "5"), ("+5", "5"), ("0/07", "0/7")] {
+                    let parsed = text.parse::<EventId>().expect(text);
+                    assert_eq!(parsed, same.parse::<EventId>().expect(same), "{text}");
+                }
+            } else {}
         }
     }
 }

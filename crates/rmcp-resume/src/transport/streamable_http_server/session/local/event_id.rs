@@ -24,13 +24,11 @@ crate::line::with_fork_variants! {
 upstream_non_exhaustive;
 /// Why a string is not an [`EventId`].
 ///
-/// On 0.x this is upstream's exact (exhaustive) enum: an id that is not
-/// `N` or `N/M` (the fork's `Malformed`, 1.8 and later) is reported as
-/// upstream reports it, `InvalidIndex` or `InvalidNumericRequestId` with
-/// the `ParseIntError` of the part that is not a number (`InvalidIndex`
-/// with an invalid-digit error when both parts are numbers yet the id is
-/// refused, e.g. too long). The fork's own reason is what parsing it as a
-/// [`RmcpEventId`] returns.
+/// On 0.x this is upstream's exact (exhaustive) enum, and [`EventId`]
+/// parses as upstream 0.x does: every failure is `InvalidIndex`, with the
+/// `ParseIntError` of the part that is not a number. On 1.8 and later an
+/// id that is not `N` or `N/M` is `Malformed`. The fork's own reason is
+/// what parsing it as a [`RmcpEventId`] returns.
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum EventIdParseError {
     /// The index is not a number.
@@ -55,32 +53,66 @@ pub enum EventIdParseError {
 impl std::str::FromStr for EventId {
     type Err = EventIdParseError;
 
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let id: RmcpEventId = s
-            .parse()
-            .map_err(|cause| EventIdParseError::malformed(s, cause))?;
-        Self::try_from(id).map_err(|_| {
-            EventIdParseError::malformed(s, CursorParseError::Overflow { id: s.to_owned() })
-        })
+    crate::line::plain_0x! {
+        {
+            /// Upstream 0.x's parse, as it is: `usize` and `u64` as the
+            /// standard library reads them (a leading `+` or zero is
+            /// accepted), and every failure `InvalidIndex`. The fork's
+            /// server reads `Last-Event-ID` as an [`RmcpEventId`] before
+            /// this, which refuses those spellings.
+            fn from_str(s: &str) -> Result<Self, Self::Err> {
+                let (index, request) = match s.split_once('/') {
+                    Some((index, request)) => (index, Some(request)),
+                    None => (s, None),
+                };
+                let index = index
+                    .parse::<usize>()
+                    .map_err(EventIdParseError::InvalidIndex)?;
+                let http_request_id = request
+                    .map(str::parse::<HttpRequestId>)
+                    .transpose()
+                    .map_err(EventIdParseError::InvalidIndex)?;
+                Ok(Self {
+                    index,
+                    http_request_id,
+                })
+            }
+        } else {
+            fn from_str(s: &str) -> Result<Self, Self::Err> {
+                let id: RmcpEventId = s
+                    .parse()
+                    .map_err(|cause| EventIdParseError::malformed(s, cause))?;
+                Self::try_from(id).map_err(|_| {
+                    EventIdParseError::malformed(s, CursorParseError::Overflow { id: s.to_owned() })
+                })
+            }
+        }
     }
 }
 
 impl EventIdParseError {
     crate::line::plain_0x! {
         {
-            /// `text` is no event id: upstream's report of it (see the enum).
+            /// `text` is no event id: upstream's report of it, always
+            /// `InvalidIndex` (see the enum).
             pub(crate) fn malformed(text: &str, _cause: CursorParseError) -> Self {
                 let (index, request) = match text.split_once('/') {
                     Some((index, request)) => (index, Some(request)),
                     None => (text, None),
                 };
-                if let Err(error) = index.parse::<u64>() {
-                    return Self::InvalidIndex(error);
-                }
-                if let Some(Err(error)) = request.map(str::parse::<u64>) {
-                    return Self::InvalidNumericRequestId(error);
-                }
-                Self::InvalidIndex("x".parse::<u64>().expect_err("not a number"))
+                let error = index
+                    .parse::<u64>()
+                    .err()
+                    .or_else(|| request.and_then(|r| r.parse::<u64>().err()))
+                    .unwrap_or_else(|| {
+                        // Both parts are numbers, yet the id is refused (too
+                        // long): reported as upstream reports a bad digit.
+                        match "x".parse::<u64>() {
+                            Err(error) => error,
+                            Ok(_) => unreachable!("\"x\" is no number"),
+                        }
+                    });
+                Self::InvalidIndex(error)
             }
         } else {
             /// `text` is no event id, for `cause`.
