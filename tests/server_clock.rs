@@ -492,17 +492,23 @@ async fn an_answered_stream_expiring_does_not_keep_an_idle_session() {
     );
 }
 
-/// A call whose tool stays quiet longer than the idle timeout, with its
-/// `POST` stream still open, is not an idle session: the client is there,
-/// waiting for the answer. Ending the session would lose the call.
-#[tokio::test(start_paused = true)]
-async fn a_quiet_call_with_its_post_open_keeps_its_session() {
+/// The idle timeout of the two tests below.
+const QUIET_IDLE: Duration = Duration::from_secs(60);
+
+/// A session with a [`QUIET_IDLE`] idle timeout, its handle, the demo
+/// tools' gate, and the body of a `work` call (held by its gate) read up to
+/// its priming event, so that its reader owes nothing while the tool is
+/// quiet.
+async fn a_quiet_call() -> (
+    rmcp::transport::streamable_http_server::session::local::LocalSessionHandle,
+    std::sync::Arc<tokio::sync::Notify>,
+    BoxBody<Bytes, Infallible>,
+) {
     use rmcp::transport::common::server_side_http::SessionId;
 
-    const IDLE: Duration = Duration::from_secs(60);
     let server = TestServer::new(Side::Fork)
         .completed_ttl(Duration::from_secs(3_600))
-        .idle_session(IDLE)
+        .idle_session(QUIET_IDLE)
         .keep_alive(None);
     let gate = server.gate();
     let (service, manager) = server.demo_service();
@@ -521,7 +527,6 @@ async fn a_quiet_call_with_its_post_open_keeps_its_session() {
         .await;
     assert_eq!(response.status(), 200);
     let mut body = response.into_body();
-    // The priming event: the reader owes nothing while the tool is quiet.
     let priming = match body.frame().await {
         Some(Ok(frame)) => frame.into_data().unwrap_or_default(),
         other => panic!("no priming event: {other:?}"),
@@ -530,8 +535,16 @@ async fn a_quiet_call_with_its_post_open_keeps_its_session() {
         String::from_utf8_lossy(&priming).contains("id:"),
         "{priming:?}"
     );
+    (handle, gate, body)
+}
 
-    tokio::time::advance(IDLE * 3).await;
+/// A call whose tool stays quiet longer than the idle timeout, with its
+/// `POST` stream still open, is not an idle session: the client is there,
+/// waiting for the answer. Ending the session would lose the call.
+#[tokio::test(start_paused = true)]
+async fn a_quiet_call_with_its_post_open_keeps_its_session() {
+    let (handle, gate, mut body) = a_quiet_call().await;
+    tokio::time::advance(QUIET_IDLE * 3).await;
     assert!(
         handle.is_live(),
         "the session ended while its call's POST stream was open"
@@ -557,41 +570,15 @@ async fn a_quiet_call_with_its_post_open_keeps_its_session() {
 /// timeout later though its tool still runs.
 #[tokio::test(start_paused = true)]
 async fn a_dropped_post_stream_no_longer_keeps_its_session() {
-    use rmcp::transport::common::server_side_http::SessionId;
-
-    const IDLE: Duration = Duration::from_secs(60);
-    let server = TestServer::new(Side::Fork)
-        .completed_ttl(Duration::from_secs(3_600))
-        .idle_session(IDLE)
-        .keep_alive(None);
-    let (service, manager) = server.demo_service();
-    let session = open(&service).await;
-    let id: SessionId = session.as_str().into();
-    let handle = manager
-        .handle(&id)
-        .await
-        .unwrap_or_else(|| panic!("no session {session}"));
-    let call = json!({
-        "jsonrpc": "2.0", "id": 1, "method": "tools/call",
-        "params": { "name": "work", "arguments": { "count": 0 } }
-    });
-    let response = service
-        .handle(request(http::Method::POST, Some(&session), Some(call)))
-        .await;
-    assert_eq!(response.status(), 200);
-    let mut body = response.into_body();
-    assert!(
-        matches!(body.frame().await, Some(Ok(_))),
-        "no priming event"
-    );
+    let (handle, _gate, body) = a_quiet_call().await;
     drop(body);
     let dropped = tokio::time::Instant::now();
 
     handle.stopped().await;
     let ended = dropped.elapsed();
     assert!(
-        ended < IDLE + Duration::from_secs(1),
+        ended < QUIET_IDLE + Duration::from_secs(1),
         "the session outlived its idle timeout by {:?} after its only connection went",
-        ended.saturating_sub(IDLE)
+        ended.saturating_sub(QUIET_IDLE)
     );
 }

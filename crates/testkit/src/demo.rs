@@ -204,15 +204,7 @@ impl DemoServer {
         peer: Peer<RoleServer>,
         Parameters(StreamArgs { count, interval_ms }): Parameters<StreamArgs>,
     ) -> String {
-        tokio::spawn(async move {
-            for n in 1..=count {
-                tokio::time::sleep(std::time::Duration::from_millis(interval_ms)).await;
-                let param = crate::line::resource_updated(format!("tick://{n}"));
-                if peer.notify_resource_updated(param).await.is_err() {
-                    break;
-                }
-            }
-        });
+        spawn_ticks(peer, count, interval_ms);
         format!("ticking {count}")
     }
 
@@ -245,4 +237,19 @@ impl ServerHandler for DemoServer {
             "rmcp-resume demo server",
         )
     }
+}
+
+/// Sends `resources/updated` `tick://1..=count`, `interval_ms` apart, on the
+/// session's standalone stream, from a task of its own (the `tick` tool of
+/// [`DemoServer`] and of the matrix's `ShapesServer`).
+pub(crate) fn spawn_ticks(peer: Peer<RoleServer>, count: u32, interval_ms: u64) {
+    tokio::spawn(async move {
+        for n in 1..=count {
+            tokio::time::sleep(std::time::Duration::from_millis(interval_ms)).await;
+            let param = crate::line::resource_updated(format!("tick://{n}"));
+            if peer.notify_resource_updated(param).await.is_err() {
+                break;
+            }
+        }
+    });
 }

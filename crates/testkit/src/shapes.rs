@@ -254,15 +254,7 @@ impl ShapesServer {
         peer: Peer<RoleServer>,
         Parameters(StreamArgs { count, interval_ms }): Parameters<StreamArgs>,
     ) -> String {
-        tokio::spawn(async move {
-            for n in 1..=count {
-                tokio::time::sleep(Duration::from_millis(interval_ms)).await;
-                let param = crate::line::resource_updated(format!("tick://{n}"));
-                if peer.notify_resource_updated(param).await.is_err() {
-                    break;
-                }
-            }
-        });
+        crate::demo::spawn_ticks(peer, count, interval_ms);
         format!("ticking {count}")
     }
 }
