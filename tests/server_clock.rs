@@ -574,7 +574,16 @@ async fn a_dropped_post_stream_no_longer_keeps_its_session() {
     drop(body);
     let dropped = tokio::time::Instant::now();
 
-    handle.stopped().await;
+    // Bounded: a session kept for ever must fail the test, not hang it.
+    if tokio::time::timeout(QUIET_IDLE * 10, handle.stopped())
+        .await
+        .is_err()
+    {
+        panic!(
+            "the session still runs {:?} after its only connection went",
+            QUIET_IDLE * 10
+        );
+    }
     let ended = dropped.elapsed();
     assert!(
         ended < QUIET_IDLE + Duration::from_secs(1),
