@@ -16,6 +16,7 @@
 //! | mixed | Redis | 8 | pause, kill, redis-stop, redis-restart (2) |
 //! | cluster | Redis Cluster | 10 | cut, redis-pause (a primary), redis-stop (every node), failover, primary-kill (2) |
 //! | partition | Redis | 6 | partition (an instance from Redis), cut (3) |
+//! | stale owner | Redis | 4 | stale-owner (an owner stopped while Redis restarts empty), cut (2) |
 //!
 //! `cargo bench --bench faults` is the long run, with every fault kind
 //! (`-- --cluster` on a Redis Cluster).
@@ -162,6 +163,26 @@ async fn instance_and_redis_faults_mixed_are_reported_never_silent() {
         1,
     )
     .await;
+}
+
+/// Review 2026-12-06's D1 as a fault of the nemesis: an instance stopped
+/// past its lease, Redis restarted empty while it is stopped (its sessions
+/// taken over meanwhile), then the stale owner woken. No client may be
+/// handed another writer's history without a floor, and every call must
+/// end as the checker's rules allow.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stale_owner_woken_after_redis_lost_its_data_is_reported_never_silent() {
+    let mut config = config_on(
+        Backend::Redis,
+        23,
+        4,
+        &[FaultKind::StaleOwner, FaultKind::Cut],
+        1,
+    );
+    // Redis forgets every session twice: a resume that POSTs first has
+    // little left to find (0 or 1 in a run); other seeds keep that minimum.
+    config.minimums.post_first = 0;
+    check(config).await;
 }
 
 /// Three instances on a Redis Cluster (3 primaries, 3 replicas): a stopped
@@ -336,4 +357,15 @@ async fn a_build_that_sends_before_the_commit_is_reported() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_build_whose_remote_resumes_skip_an_event_is_reported() {
     check_catches_break(instances_seed(), "replay-skips", &["silent-gap"]).await;
+}
+
+/// The checker catches a build whose standalone resumes, served from Redis
+/// by an instance that does not own the session, skip one event. No client
+/// received the skipped event, so the clients' books alone take the jump
+/// for a new owner's segment; the live audit finds the event in Redis. Its
+/// control is [`cuts_kills_and_pauses_of_instances_leave_every_history_valid`]:
+/// the same settings unbroken, with no anomaly.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_build_whose_remote_standalone_resumes_skip_an_event_is_reported() {
+    check_catches_break(instances_seed(), "standalone-skips", &["silent-gap"]).await;
 }

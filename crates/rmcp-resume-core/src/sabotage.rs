@@ -13,6 +13,7 @@
 //! |---|---|---|
 //! | `open-gates` | a reader sends events of a shared log before the log holds them | the fault checker's live audit (`early`), the final audit (`not-committed`) |
 //! | `replay-skips` | an instance that does not own the session serves a resume from one event past the cursor | the fault checker (`silent-gap`) |
+//! | `standalone-skips` | the same, on the standalone stream only, where an event no client received leaves nothing in the clients' books | the fault checker's live audit of standalone jumps (`silent-gap`) |
 
 /// The environment variable naming the breaks a process runs with.
 pub const VARIABLE: &str = "RMCP_RESUME_SABOTAGE";
@@ -24,17 +25,21 @@ pub enum Break {
     OpenGates,
     /// A resume served from the shared log skips the cursor's next event.
     ReplaySkips,
+    /// A standalone resume served from the shared log skips the cursor's
+    /// next event.
+    StandaloneSkips,
 }
 
 impl Break {
     /// Every break, in the table's order.
-    pub const ALL: [Self; 2] = [Self::OpenGates, Self::ReplaySkips];
+    pub const ALL: [Self; 3] = [Self::OpenGates, Self::ReplaySkips, Self::StandaloneSkips];
 
     /// Its name in [`VARIABLE`].
     pub const fn name(self) -> &'static str {
         match self {
             Self::OpenGates => "open-gates",
             Self::ReplaySkips => "replay-skips",
+            Self::StandaloneSkips => "standalone-skips",
         }
     }
 
@@ -43,6 +48,7 @@ impl Break {
         match self {
             Self::OpenGates => 1,
             Self::ReplaySkips => 2,
+            Self::StandaloneSkips => 4,
         }
     }
 }

@@ -256,6 +256,31 @@ pub async fn standalone_floor_after(
     Ok(Some(held.map_or(u64::MAX, |index| index.max(floor))))
 }
 
+/// The first id in `from..=to` at which the standalone stream holds an
+/// event with data (`None`: none, or no stream). A priming entry has no
+/// data: skipping it loses nothing.
+pub async fn standalone_held(
+    conn: &mut Conn,
+    session: &str,
+    from: u64,
+    to: u64,
+) -> anyhow::Result<Option<u64>> {
+    let entries: Vec<(String, Vec<(String, String)>)> = ask(
+        conn,
+        redis::cmd("XRANGE")
+            .arg(format!("{PREFIX}:{{{session}}}:x:{}", stream_field(None)))
+            .arg(from)
+            .arg(to)
+            .arg("COUNT")
+            .arg(64),
+    )
+    .await?;
+    Ok(entries
+        .into_iter()
+        .find(|(_, fields)| fields.iter().any(|(k, _)| k == "d"))
+        .and_then(|(id, _)| id.split('-').next()?.parse::<u64>().ok()))
+}
+
 /// How many reads the live audit has in flight at once.
 const LIVE_READERS: usize = 4;
 /// How often one question is retried while Redis does not answer.
@@ -340,6 +365,11 @@ pub async fn live(
                         Question::Floor { stream, .. } => stream_floor(&mut c, &session, *stream)
                             .await
                             .map(Answer::Floor),
+                        Question::Skipped { from, to, .. } => {
+                            standalone_held(&mut c, &session, *from, *to)
+                                .await
+                                .map(Answer::Held)
+                        }
                     };
                     let answered = rec.now();
                     let answer = match answer {

@@ -7,7 +7,11 @@
 //!    (`complete:false`) with a floor covering the gap announced it, or the
 //!    resume was refused with a clear `400` whose floor is past the cursor.
 //!    Every floor claimed, in a notice or a `400`, is compared with the
-//!    floor the live audit reads from Redis just after ([`audits`]).
+//!    floor the live audit reads from Redis just after ([`audits`]). A
+//!    standalone stream's ids jump where a takeover began a segment: a
+//!    jump is no gap only if no client of the session ever received an
+//!    event in it *and* the live audit, reading Redis just after the jump,
+//!    finds no event in it either.
 //! 3. Every call ends within the lease plus the slack after its nominal end
 //!    and after the last fault that began before it ended, with its result,
 //!    or with an error the client can act on *and* a fault to explain it:
@@ -442,7 +446,10 @@ pub fn disturbed_between(
     faults.iter().any(|f| {
         let reaches = match &f.fault {
             // Any session may have been owned by that instance.
-            Fault::Kill { .. } | Fault::Pause { .. } | Fault::Partition { .. } => true,
+            Fault::Kill { .. }
+            | Fault::Pause { .. }
+            | Fault::Partition { .. }
+            | Fault::StaleOwner { .. } => true,
             Fault::Cut { client: only, .. } => only.is_none_or(|c| c == client),
             _ => f.touches_keys(session) || f.note.is_some(),
         };
@@ -456,7 +463,9 @@ pub fn disturbed_between(
 pub fn broke_link(faults: &[Applied], slot: usize, client: usize, since: Ms, t: Ms) -> bool {
     faults.iter().any(|f| {
         let reaches = match &f.fault {
-            Fault::Kill { slot: s, .. } | Fault::Pause { slot: s, .. } => *s == slot,
+            Fault::Kill { slot: s, .. }
+            | Fault::Pause { slot: s, .. }
+            | Fault::StaleOwner { slot: s, .. } => *s == slot,
             Fault::Cut {
                 client: only,
                 slot: s,
@@ -555,17 +564,21 @@ pub fn check(history: &History, faults: &[Applied], bounds: Bounds) -> Vec<Anoma
     let deleted = deletes(history);
     let sent = delete_sent(history);
     let books = standalone_books(history);
+    let held = held_in_jumps(history);
     for chain in &history.chains {
         let entries: Vec<&Entry> = history.of_chain(chain.id).collect();
         let sent = sent.get(chain.session.as_str()).copied();
-        let received = books.get(chain.session.as_str());
+        let standalone = Standalone {
+            received: books.get(chain.session.as_str()),
+            held: held.get(&chain.id).map_or(&[], Vec::as_slice),
+        };
         check_chain(
             chain,
             &entries,
             faults,
             bounds,
             sent,
-            received,
+            standalone,
             &mut anomalies,
         );
         if let Some(deleted) = deleted.get(chain.session.as_str()).copied() {
@@ -606,6 +619,40 @@ fn standalone_books(history: &History) -> HashMap<&str, BTreeSet<u64>> {
         }
     }
     books
+}
+
+/// What the checker knows of a session's standalone events, to tell a new
+/// owner's segment (a jump over ids that were never events) from a skip.
+#[derive(Clone, Copy)]
+struct Standalone<'a> {
+    /// Every standalone event any client of the session received.
+    received: Option<&'a BTreeSet<u64>>,
+    /// Events the live audit found Redis holding inside this chain's jumps.
+    held: &'a [u64],
+}
+
+impl Standalone<'_> {
+    /// Whether ids `from..to` held an event: one a client received, or one
+    /// Redis holds. Neither the product's notices nor its floors are asked.
+    fn any_event(&self, from: u64, to: u64) -> bool {
+        self.received
+            .is_some_and(|r| r.range(from..to).next().is_some())
+            || self.held.iter().any(|h| (from..to).contains(h))
+    }
+}
+
+/// The events the live audit found Redis holding inside the jumps of each
+/// standalone chain (an id with data, read after the client jumped it).
+fn held_in_jumps(history: &History) -> HashMap<ChainId, Vec<u64>> {
+    let mut held: HashMap<ChainId, Vec<u64>> = HashMap::new();
+    for observation in &history.audits {
+        if let (Question::Skipped { chain, .. }, Answer::Held(Some(index))) =
+            (&observation.question, &observation.answer)
+        {
+            held.entry(*chain).or_default().push(*index);
+        }
+    }
+    held
 }
 
 /// When each session the clients deleted was first answered `2xx` to its
@@ -710,8 +757,8 @@ fn check_chain(
     bounds: Bounds,
     // When the client's first DELETE of the session left, if it did.
     delete_sent: Option<Ms>,
-    // The session's standalone events any client received.
-    received: Option<&BTreeSet<u64>>,
+    // The session's standalone events, as the checker knows them.
+    standalone: Standalone<'_>,
     out: &mut Vec<Anomaly>,
 ) {
     let at = |k: usize| At {
@@ -900,9 +947,10 @@ fn check_chain(
                                 n.complete == Some(false) && n.floor.is_some_and(|f| f >= index)
                             });
                         // A new owner's segment: the ids jumped over were
-                        // never an event any client of the session got.
+                        // never an event any client of the session got, nor
+                        // one Redis holds.
                         let segment = chain.kind == ChainKind::Standalone
-                            && received.is_none_or(|r| r.range(next..index).next().is_none());
+                            && !standalone.any_event(next, index);
                         if !announced && !segment {
                             out.push(Anomaly::SilentGap {
                                 at: at(k),
@@ -1595,6 +1643,88 @@ mod tests {
         assert_eq!(kinds(&alone.snapshot()), Vec::<&str>::new());
     }
 
+    /// A jump nobody received an event in, but over an event Redis holds:
+    /// the skip the product's notices and the clients' books cannot see.
+    #[test]
+    fn blind_spot_a_standalone_jump_over_an_event_redis_holds_is_a_gap() {
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let rec = Recorder::with_probes(std::time::Instant::now(), tx);
+        let chain = rec.chain(0, "s", 0, ChainKind::Standalone);
+        for step in [
+            Step::Open {
+                conn: 1,
+                slot: 0,
+                via: Via::Fresh,
+                status: Some(200),
+                body: None,
+                retry_after: None,
+            },
+            frame(1, "0", None),
+            frame(1, "1", Some("{}")),
+            open(2, Some("1"), 200, None),
+            frame(2, "4", Some("{}")),
+            Step::End {
+                outcome: Outcome::Closed,
+            },
+        ] {
+            rec.record(0, Some(chain), step);
+        }
+        let mut jumps = Vec::new();
+        while let Ok((_, question)) = rx.try_recv() {
+            if let Question::Skipped { from, to, .. } = question {
+                jumps.push((from, to));
+            }
+        }
+        assert_eq!(jumps, [(2, 3)], "the recorder asks about the ids jumped");
+        let history = rec.snapshot();
+        let skipped = Question::Skipped {
+            chain,
+            received: 0,
+            from: 2,
+            to: 3,
+        };
+        // Believed from the clients' books alone, a new owner's segment.
+        assert_eq!(kinds(&history), Vec::<&str>::new());
+        let holds = with_audit(history.clone(), skipped.clone(), Answer::Held(Some(3)), 5);
+        assert_eq!(kinds(&holds), vec!["silent-gap"]);
+        let empty = with_audit(history, skipped, Answer::Held(None), 5);
+        assert_eq!(kinds(&empty), Vec::<&str>::new());
+    }
+
+    /// A fresh `GET` promises nothing about before it: no jump to ask about.
+    #[test]
+    fn the_recorder_counts_jumps_from_the_last_fresh_get() {
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let rec = Recorder::with_probes(std::time::Instant::now(), tx);
+        let chain = rec.chain(0, "s", 0, ChainKind::Standalone);
+        let fresh = |conn| Step::Open {
+            conn,
+            slot: 0,
+            via: Via::Fresh,
+            status: Some(200),
+            body: None,
+            retry_after: None,
+        };
+        for step in [
+            fresh(1),
+            frame(1, "5", Some("{}")),
+            fresh(2),
+            frame(2, "9", Some("{}")),
+            frame(2, "7", Some("{}")),
+            frame(2, "10", Some("{}")),
+            frame(2, "12", Some("{}")),
+        ] {
+            rec.record(0, Some(chain), step);
+        }
+        let mut jumps = Vec::new();
+        while let Ok((_, question)) = rx.try_recv() {
+            if let Question::Skipped { from, to, .. } = question {
+                jumps.push((from, to));
+            }
+        }
+        assert_eq!(jumps, [(11, 11)]);
+    }
+
     #[test]
     fn a_lossy_failover_excuses_only_the_sessions_of_its_slots_begun_before_it() {
         use crate::faults::schedule::Fault;
@@ -2158,6 +2288,7 @@ mod tests {
             asked.push(match question {
                 Question::Event { index, .. } => format!("event {index}"),
                 Question::Floor { claimed, .. } => format!("floor {claimed}"),
+                Question::Skipped { from, to, .. } => format!("skipped {from}..={to}"),
             });
         }
         assert_eq!(asked, ["event 1", "floor 3", "floor 4"]);

@@ -1,6 +1,7 @@
 //! What the clients saw, as they saw it: every request, status, frame and
 //! outcome, stamped with the time since the run started.
 
+use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -183,13 +184,25 @@ pub enum Question {
         claimed: u64,
         cursor: Option<u64>,
     },
+    /// Does Redis hold a standalone event with an id in `from..=to`, ids
+    /// the client jumped over at `received`? The checker's books know only
+    /// what clients received; an event Redis holds in a jump that nobody
+    /// received, and no notice named, was skipped without a word.
+    Skipped {
+        chain: ChainId,
+        received: Ms,
+        from: u64,
+        to: u64,
+    },
 }
 
 impl Question {
     /// The chain it is about.
     pub fn chain(&self) -> ChainId {
         match self {
-            Question::Event { chain, .. } | Question::Floor { chain, .. } => *chain,
+            Question::Event { chain, .. }
+            | Question::Floor { chain, .. }
+            | Question::Skipped { chain, .. } => *chain,
         }
     }
 }
@@ -201,6 +214,9 @@ pub enum Answer {
     Event(Stored),
     /// The stream's `floor` field (`None`: Redis has no state for it).
     Floor(Option<u64>),
+    /// The first id in the asked range at which Redis holds an event with
+    /// data (`None`: none).
+    Held(Option<u64>),
 }
 
 /// One question the live audit put to Redis, its answer, and when.
@@ -248,6 +264,9 @@ pub struct Recorder {
     start: Instant,
     history: Arc<Mutex<History>>,
     probes: Option<mpsc::UnboundedSender<Probe>>,
+    /// Each standalone chain's highest id since its last fresh `GET`, as
+    /// the checker's `expected` runs: where a jump starts.
+    standalone_tops: Arc<Mutex<HashMap<ChainId, u64>>>,
 }
 
 impl Recorder {
@@ -257,6 +276,7 @@ impl Recorder {
             start,
             history: Arc::default(),
             probes: None,
+            standalone_tops: Arc::default(),
         }
     }
 
@@ -269,6 +289,7 @@ impl Recorder {
             start,
             history: Arc::default(),
             probes: Some(probes),
+            standalone_tops: Arc::default(),
         }
     }
 
@@ -313,11 +334,15 @@ impl Recorder {
         let t = self.now();
         if let Ok(mut history) = self.history.lock() {
             if let (Some(probes), Some(chain)) = (&self.probes, chain)
-                && let Some(question) = question(chain, t, &step)
                 && let Some(of) = history.chains.get(chain as usize)
             {
+                let jump = (of.kind == ChainKind::Standalone)
+                    .then(|| self.standalone_jump(chain, t, &step))
+                    .flatten();
                 // The audit may be gone at the run's end: nothing to ask then.
-                let _ = probes.send((of.session.clone(), question));
+                for question in question(chain, t, &step).into_iter().chain(jump) {
+                    let _ = probes.send((of.session.clone(), question));
+                }
             }
             history.entries.push(Entry {
                 t,
@@ -325,6 +350,44 @@ impl Recorder {
                 chain,
                 step,
             });
+        }
+    }
+
+    /// The question about the ids a standalone chain's frame jumped over,
+    /// if it jumped: past the chain's highest id by more than one. A fresh
+    /// `GET` promises nothing about before it, so it starts the count anew.
+    fn standalone_jump(&self, chain: ChainId, t: Ms, step: &Step) -> Option<Question> {
+        use super::checker::parse_id;
+        let mut tops = self.standalone_tops.lock().ok()?;
+        match step {
+            Step::Open {
+                via: Via::Fresh, ..
+            } => {
+                tops.remove(&chain);
+                None
+            }
+            Step::Frame {
+                id: Some(id),
+                event,
+                ..
+            } if event.as_deref() != Some("mcp-replay") => {
+                let (index, _) = parse_id(id)?;
+                let top = tops.insert(chain, index);
+                match top {
+                    Some(top) if index > top.saturating_add(1) => Some(Question::Skipped {
+                        chain,
+                        received: t,
+                        from: top + 1,
+                        to: index - 1,
+                    }),
+                    Some(top) if top > index => {
+                        tops.insert(chain, top);
+                        None
+                    }
+                    _ => None,
+                }
+            }
+            _ => None,
         }
     }
 

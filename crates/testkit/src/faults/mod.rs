@@ -43,7 +43,7 @@
 //! "Redis clients" is then the busiest node's count.
 //!
 //! `failover` and `primary-kill` are skipped on a single Redis, and
-//! `partition` and `redis-outage` (Redis stopped past the instances'
+//! `partition`, `stale-owner` and `redis-outage` (Redis stopped past the instances'
 //! outage limit, [`RunConfig::outage_limit`]) on a cluster. After each
 //! Redis fault the nemesis waits (at most 20 s) for the cluster to settle.
 //! Replication is asynchronous: a forced failover, or a killed or stopped

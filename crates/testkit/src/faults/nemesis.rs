@@ -50,7 +50,10 @@ impl Applied {
     /// Whether the writes `session` had acknowledged may have been lost
     /// by this fault (a single Redis's restart: every session's).
     pub fn lost(&self, session: &str) -> bool {
-        if self.fault.kind() == FaultKind::RedisRestart {
+        if matches!(
+            self.fault.kind(),
+            FaultKind::RedisRestart | FaultKind::StaleOwner
+        ) {
             return true;
         }
         let slot = audit::session_slot(session);
@@ -404,12 +407,17 @@ async fn apply(
             tokio::time::sleep(*hold).await;
             signal(pid, "CONT")
         }
-        Fault::RedisRestart { down } => {
-            if let Ok(mut redis) = cluster.single()?.lock() {
-                redis.kill();
-            }
-            tokio::time::sleep(*down).await;
-            cluster.restart_redis().await
+        Fault::RedisRestart { down } => restart_redis(cluster, *down).await,
+        Fault::StaleOwner { slot, hold, down } => {
+            let pid = cluster.pid(*slot)?;
+            signal(pid, "STOP")?;
+            let lease_passes = hold.saturating_sub(*down + STALE_RESTART);
+            tokio::time::sleep(lease_passes).await;
+            let restarted = restart_redis(cluster, *down).await;
+            tokio::time::sleep(hold.saturating_sub(lease_passes + *down)).await;
+            // Woken whatever became of Redis: a fault leaves nothing stopped.
+            let woke = signal(pid, "CONT");
+            restarted.and(woke)
         }
         Fault::PrimaryPause { .. }
         | Fault::ClusterStop { .. }
@@ -451,6 +459,20 @@ async fn apply(
             result.and(settled)
         }
     }
+}
+
+/// How long before a stale owner wakes Redis is back: none, so that its
+/// overdue renewal is likely to reach the empty Redis before its
+/// successor's next one (D1's order).
+const STALE_RESTART: Duration = Duration::ZERO;
+
+/// Kills the single redis-server and starts a new, empty one after `down`.
+async fn restart_redis(cluster: &mut Cluster, down: Duration) -> anyhow::Result<()> {
+    if let Ok(mut redis) = cluster.single()?.lock() {
+        redis.kill();
+    }
+    tokio::time::sleep(down).await;
+    cluster.restart_redis().await
 }
 
 /// The slot a cluster fault aims at: a recent session's, else any.

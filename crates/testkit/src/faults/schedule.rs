@@ -41,11 +41,16 @@ pub enum FaultKind {
     /// or cut (connections dropped, new ones refused), sometimes past the
     /// lease; its clients still reach it.
     Partition,
+    /// Single Redis only: review 2026-12-06's D1 sequence. `SIGSTOP` of an
+    /// instance past the lease (its sessions are taken over elsewhere),
+    /// then `kill -9` of redis-server and a new, empty one, then `SIGCONT`:
+    /// the stale owner wakes to a Redis that has forgotten it was replaced.
+    StaleOwner,
 }
 
 impl FaultKind {
     /// Every kind.
-    pub const ALL: [FaultKind; 10] = [
+    pub const ALL: [FaultKind; 11] = [
         FaultKind::Kill,
         FaultKind::Pause,
         FaultKind::Cut,
@@ -56,6 +61,7 @@ impl FaultKind {
         FaultKind::PrimaryKill,
         FaultKind::Partition,
         FaultKind::RedisOutage,
+        FaultKind::StaleOwner,
     ];
 
     /// Whether it applies to a single Redis (`cluster` false) or to a Redis
@@ -67,7 +73,10 @@ impl FaultKind {
     /// `primary-kill` are skipped on a single Redis.
     pub fn applies_to(self, cluster: bool) -> bool {
         match self {
-            FaultKind::RedisRestart | FaultKind::Partition | FaultKind::RedisOutage => !cluster,
+            FaultKind::RedisRestart
+            | FaultKind::Partition
+            | FaultKind::RedisOutage
+            | FaultKind::StaleOwner => !cluster,
             FaultKind::Failover | FaultKind::PrimaryKill => cluster,
             _ => true,
         }
@@ -86,6 +95,7 @@ impl FaultKind {
             FaultKind::PrimaryKill => "primary-kill",
             FaultKind::Partition => "partition",
             FaultKind::RedisOutage => "redis-outage",
+            FaultKind::StaleOwner => "stale-owner",
         }
     }
 
@@ -152,6 +162,13 @@ pub enum Fault {
         hold: Duration,
         blackhole: bool,
     },
+    /// Stop instance `slot` for `hold` (past the lease); while it is
+    /// stopped, kill redis-server and start a new, empty one after `down`.
+    StaleOwner {
+        slot: usize,
+        hold: Duration,
+        down: Duration,
+    },
 }
 
 impl Fault {
@@ -170,6 +187,7 @@ impl Fault {
             Fault::PrimaryKill { .. } => FaultKind::PrimaryKill,
             Fault::Partition { .. } => FaultKind::Partition,
             Fault::RedisOutage { .. } => FaultKind::RedisOutage,
+            Fault::StaleOwner { .. } => FaultKind::StaleOwner,
         }
     }
 }
@@ -214,6 +232,10 @@ impl fmt::Display for Fault {
                 f,
                 "{} instance {slot}'s link to Redis for {hold:?}",
                 if *blackhole { "blackhole" } else { "cut" }
+            ),
+            Fault::StaleOwner { slot, hold, down } => write!(
+                f,
+                "SIGSTOP instance {slot} for {hold:?}; meanwhile kill -9 redis-server, down {down:?}"
             ),
         }
     }
@@ -364,6 +386,15 @@ impl Schedule {
                         ms(&mut rng, lease + 200, (lease * 3).max(3000))
                     },
                     blackhole: rng.chance(50),
+                },
+                // Long enough for the stopped instance's clients to give
+                // it up (a call's 3 s of silence, a 4 s head) and its
+                // sessions to be taken over past the lease before Redis
+                // forgets them.
+                FaultKind::StaleOwner => Fault::StaleOwner {
+                    slot,
+                    hold: ms(&mut rng, lease + 4500, lease + 6500),
+                    down: ms(&mut rng, 0, 500),
                 },
             };
             faults.push(Planned { after, fault });

@@ -28,11 +28,10 @@ fn remote_events(
     from: u64,
 ) -> EventStream {
     let session_id = session.clone();
-    let from = if rmcp_resume_core::sabotage::on(rmcp_resume_core::sabotage::Break::ReplaySkips) {
-        from + 1
-    } else {
-        from
-    };
+    use rmcp_resume_core::sabotage::{Break, on};
+    let skips =
+        on(Break::ReplaySkips) || (stream == StreamId::Standalone && on(Break::StandaloneSkips));
+    let from = if skips { from + 1 } else { from };
     let mut tail = shared.tail(session, stream, from);
     // A backend's tail need not be `Sync`, which rmcp's event stream must
     // be: a task drives it into a channel. The task ends as soon as the
