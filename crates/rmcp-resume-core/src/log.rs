@@ -772,7 +772,12 @@ impl<E: Clone> StreamLog<E> {
     }
 
     fn push_shadow(state: &mut LogState<E>, id: ReaderId, now: Instant) {
-        let since = state.next_index;
+        // A second connection says the client may have given the primary
+        // up: what the primary had not taken yet may go into a dead socket
+        // from now on, so a promotion goes on from there (exact re-sends,
+        // which a client drops, rather than a skip).
+        let taken = state.primary().map(|p| p.position);
+        let since = taken.map_or(state.next_index, |p| p.min(state.next_index));
         state.readers.push(Reader {
             id,
             role: Role::Shadow,

@@ -50,6 +50,11 @@
 //! - **Waits.** A message waits only while its own stream's primary (as the
 //!   model places it) holds unread bytes, and never longer than the stall
 //!   timeout past the last progress on its stream.
+//! - **Dead sockets.** A connection may die with events written into it
+//!   that its client never gets ([`Op::Die`]): the session counts them as
+//!   read, the model does not, and the client (holding the priming event's
+//!   id, or its last event's) is owed them again from its own cursor, by a
+//!   resume or by a promoted shadow, or told a floor.
 //! - **Foreign resumes excuse nothing.** Somebody else's resume of the
 //!   client's stream moves no floor the model holds the session to; the
 //!   client is owed every event from its own cursor until a resume of its
@@ -153,6 +158,11 @@ enum Op {
     Handover { events: u8 },
     /// Reader `reader`'s connection goes away.
     Drop { reader: u8 },
+    /// Reader `reader`'s connection dies with up to `n` more events written
+    /// into it: the session hands them over, the client never gets them
+    /// (a reset socket's send buffer), and must be given them again from
+    /// its own cursor, or told a floor.
+    Die { reader: u8, n: u8 },
     /// Request stream `pick` is closed by the HTTP side.
     Close { pick: u8 },
     /// The clock moves by `ms`.
@@ -175,6 +185,7 @@ fn op() -> impl Strategy<Value = Op> {
         1 => (4..7u8).prop_map(|calls| Op::Burst { calls }),
         1 => (1..6u8).prop_map(|events| Op::Handover { events }),
         2 => any::<u8>().prop_map(|reader| Op::Drop { reader }),
+        2 => (any::<u8>(), 1..6u8).prop_map(|(reader, n)| Op::Die { reader, n }),
         1 => any::<u8>().prop_map(|pick| Op::Close { pick }),
         3 => prop_oneof![1..2_000u32, 2_000..40_000u32].prop_map(|ms| Op::Advance { ms }),
     ]
@@ -315,6 +326,9 @@ struct Reach {
     over_cap: bool,
     promoted_past_join: bool,
     slow_reading: bool,
+    /// A client's primary died with events in its socket, and no shadow
+    /// waited: the client is owed them from its own cursor.
+    dead_socket: bool,
 }
 
 static CASES_RUN: AtomicU32 = AtomicU32::new(0);
@@ -322,6 +336,7 @@ static LINGERING: AtomicU32 = AtomicU32::new(0);
 static OVER_CAP: AtomicU32 = AtomicU32::new(0);
 static PROMOTED_PAST_JOIN: AtomicU32 = AtomicU32::new(0);
 static SLOW_READING: AtomicU32 = AtomicU32::new(0);
+static DEAD_SOCKET: AtomicU32 = AtomicU32::new(0);
 static OPS_ON_ENDED: AtomicU32 = AtomicU32::new(0);
 static OPS: AtomicU32 = AtomicU32::new(0);
 
@@ -443,9 +458,15 @@ impl Driver {
                 }
             }
         }
+        // A fresh shadow goes on, if promoted, from the earlier of the head
+        // and what the primary had not yet read when it came (docs/behaviour.md:
+        // what may sit in a dead socket is sent again, never skipped).
+        let joined = self
+            .primary(stream)
+            .map_or(head, |p| self.readers[p].next.min(head));
         let role = match start {
             Some(_) => Role::Primary,
-            None => Role::Shadow { since: head },
+            None => Role::Shadow { since: joined },
         };
         if let (StreamId::Standalone, true) = (
             self.streams[stream].id,
@@ -587,6 +608,13 @@ impl Driver {
 
     /// Polls reader `at` once; whether it yielded an event.
     fn poll(&mut self, at: usize) -> Result<bool, TestCaseError> {
+        self.poll_to(at, true)
+    }
+
+    /// Polls reader `at` once; whether it yielded an event. An event that
+    /// does not `arrive` was written into a dead socket: the session
+    /// counts it as read, the client never had it.
+    fn poll_to(&mut self, at: usize, arrive: bool) -> Result<bool, TestCaseError> {
         let r = &mut self.readers[at];
         if r.ended {
             return Ok(false);
@@ -643,6 +671,9 @@ impl Driver {
         // another holder of the session from the client, and promotes on
         // from where any primary stopped. Only the client's own reads move
         // its cursor.
+        if !arrive {
+            return Ok(true);
+        }
         s.received.insert(logged.index);
         if !foreign {
             s.cursor = s.cursor.max(Some(logged.index));
@@ -1410,6 +1441,29 @@ impl Driver {
                     self.drop_reader(at);
                 }
             }
+            Op::Die { reader, n } => {
+                if let Some(at) = pick_live(&self.readers, reader) {
+                    // The response's first frame, the priming event (id
+                    // one below where the connection starts), reached the
+                    // client: a client with no cursor holds that one.
+                    let r = &self.readers[at];
+                    let s = &mut self.streams[r.stream];
+                    if !r.foreign && r.role == Role::Primary && s.cursor.is_none() {
+                        s.cursor = r.next.checked_sub(1);
+                    }
+                    for _ in 0..n {
+                        if !self.poll_to(at, false)? {
+                            break;
+                        }
+                        if !self.readers[at].foreign {
+                            self.reach.dead_socket = true;
+                        }
+                    }
+                    if !self.readers[at].ended {
+                        self.drop_reader(at);
+                    }
+                }
+            }
             Op::Close { pick: at } => {
                 if let Some(at) = pick(&self.streams, at)
                     && let StreamId::Request(m) = self.streams[at].id
@@ -1427,7 +1481,7 @@ impl Driver {
         }
         if matches!(
             op,
-            Op::Read { .. } | Op::Eager { .. } | Op::Drop { .. } | Op::Slow { .. }
+            Op::Read { .. } | Op::Eager { .. } | Op::Drop { .. } | Op::Die { .. } | Op::Slow { .. }
         ) && self.readers.iter().all(|r| r.ended)
         {
             OPS_ON_ENDED.fetch_add(1, Ordering::Relaxed);
@@ -1564,6 +1618,7 @@ fn model_the_session_keeps_its_promises() {
             (reach.over_cap, &OVER_CAP),
             (reach.promoted_past_join, &PROMOTED_PAST_JOIN),
             (reach.slow_reading, &SLOW_READING),
+            (reach.dead_socket, &DEAD_SOCKET),
         ] {
             if reached {
                 count.fetch_add(1, Ordering::Relaxed);
@@ -1582,6 +1637,7 @@ fn model_the_session_keeps_its_promises() {
         ("expiry over the answered cap", &OVER_CAP),
         ("promotion past the join point", &PROMOTED_PAST_JOIN),
         ("slow but reading reader", &SLOW_READING),
+        ("events lost in a dead socket", &DEAD_SOCKET),
     ]
     .map(|(what, count)| (what, f64::from(count.load(Ordering::Relaxed)) / run));
     let wasted = f64::from(OPS_ON_ENDED.load(Ordering::Relaxed))
