@@ -44,7 +44,9 @@
 //! server held. A held connection that ends on the cursor it began with
 //! resets every count, but lengthens the quiet run, which spaces the next
 //! `GET`s. No connection is followed at once unless it lived a second or
-//! brought something new.
+//! brought something new; a broken one that did neither waits 1 s, except
+//! a standalone stream with no cursor whose connection lived 200 ms, which
+//! waits 200 ms (see `CURSORLESS_RETRY`).
 //!
 //! # Conflicts
 //!
@@ -212,6 +214,16 @@ const WARN_EVERY: Duration = Duration::from_secs(60);
 /// The shortest wait the machine makes where it waits at all: a zero
 /// timeout or cap in the config must not become a loop without pause.
 const MIN_DELAY: Duration = Duration::from_secs(1);
+
+/// How long a standalone stream that holds no cursor waits after an
+/// accepted connection that lived at least this long broke: what the
+/// server sends while it is away is lost to such a stream for good (there
+/// is nothing to resume from), so it waits as upstream's client does, not
+/// [`MIN_DELAY`] and not the policy's backoff. It is down at most half the
+/// time, and makes at most 2.5 `GET`s a second. A connection that lived
+/// less is a failure: the first since progress also waits this long, the
+/// next ones back off by the policy.
+const CURSORLESS_RETRY: Duration = Duration::from_millis(200);
 
 /// The longest a resume must be held open to count as progress, whatever
 /// the silence timeout: a connection lifetime of a minute must count.

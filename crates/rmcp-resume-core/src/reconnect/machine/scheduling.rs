@@ -187,6 +187,21 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
             Ok(end) => return Some(end),
             Err(last) => last,
         };
+        if self.cursor.is_none()
+            && self.scope == StreamScope::Standalone
+            && matches!(last, Attempt::Transport(_))
+            && self.connected_at.elapsed() >= CURSORLESS_RETRY
+            && !self.may_follow_at_once()
+        {
+            // Nothing to resume from: what the server sends while this
+            // stream is away is lost to it for good. An accepted connection
+            // that lived that long is followed after that long, as upstream's
+            // client does, so a proxy's churn costs it no more than it costs
+            // upstream; a shorter one backs off below, as any failure does,
+            // and one that lived a second or brought news goes on at once.
+            self.state = State::Backoff(CURSORLESS_RETRY);
+            return None;
+        }
         if self.cursor.is_some() {
             self.transport_failures += 1;
             if self.transport_failures >= self.config.max_transport_failures.max(1) {
@@ -206,6 +221,11 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
                 let at_once = !matches!(last, Attempt::Transport(_)) || self.may_follow_at_once();
                 let delay = match self.failures {
                     0 if at_once => self.quiet_wait(),
+                    // See `CURSORLESS_RETRY`: the first such break, however
+                    // short, waits as little; the next ones back off.
+                    0 if self.cursor.is_none() && self.scope == StreamScope::Standalone => {
+                        CURSORLESS_RETRY
+                    }
                     0 => MIN_DELAY,
                     _ => delay,
                 };

@@ -553,3 +553,73 @@ async fn conflicts_on_the_standalone_stream_are_waited_out() {
         log.gaps()
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_cursorless_standalone_stream_cut_early_is_back_as_soon_as_upstreams() {
+    // Found by the peer matrix's churn cell with standalone notifications
+    // (TypeScript SDK 2.4.0, 2026-12-06): a fresh standalone stream cut
+    // after a few hundred milliseconds with nothing delivered waited 1 s
+    // before its next `GET` (and the policy's backoff after the next).
+    // Holding no cursor, it lost for good the notifications the server sent
+    // meanwhile, where upstream's client, back in 200 ms, lost none. Each
+    // accepted connection that lived 200 ms is now followed after 200 ms:
+    // down at most half the time, at most 2.5 `GET`s a second.
+    let cut = Duration::from_millis(300);
+    let (script, log) = Script::new(vec![], || {
+        Answer::BreakAfter(vec![], Duration::from_millis(300))
+    });
+    // The fresh stream the application opened: cut with nothing delivered.
+    let first = futures::stream::once(async move {
+        tokio::time::sleep(cut).await;
+        let reset = std::io::Error::from(std::io::ErrorKind::ConnectionReset);
+        Err(sse_stream::Error::Body(Box::new(reset)))
+    })
+    .boxed();
+    // The log's clock starts with the script, before the first connection.
+    let stream = resuming_sse_stream(
+        Some(first),
+        None,
+        script,
+        StreamScope::Standalone,
+        old_line_default(),
+        ResumeConfig::default(),
+    );
+    let (_, error) = read_for(stream, Duration::from_secs(60)).await;
+    assert!(error.is_none(), "{error:?}");
+    let entries = log.entries();
+    let back = entries.first().map(|(at, _)| *at);
+    assert_eq!(
+        back,
+        Some(Duration::from_millis(500)),
+        "300 ms of connection, then 200 ms: {:?}",
+        log.gaps()
+    );
+    let gaps = log.gaps();
+    assert!(
+        gaps.iter().all(|gap| *gap == Duration::from_millis(500)),
+        "each 300 ms connection followed after 200 ms: {gaps:?}"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_cursorless_standalone_stream_cut_at_once_still_backs_off() {
+    // The other side of the rule above: a server that accepts every fresh
+    // standalone `GET` and breaks it at once gets 200 ms once (the first
+    // break since progress, which a proxy's churn may make as short), then
+    // the policy's backoff, not a `GET` every 200 ms: 2 s, 4 s, … up to
+    // `max_delay` (30 s), about 24 in 10 minutes where a `GET` every 200 ms
+    // would make 3,000.
+    let (script, log) = Script::new(vec![], || Answer::Break(vec![]));
+    let stream = resuming_sse_stream(
+        None,
+        None,
+        script,
+        StreamScope::Standalone,
+        old_line_default(),
+        ResumeConfig::default(),
+    );
+    let (_, error) = read_for(stream, Duration::from_secs(600)).await;
+    assert!(error.is_none(), "{error:?}");
+    let gets = log.entries().len();
+    assert!(gets <= 25, "{gets} GETs in 10 minutes: {:?}", log.gaps());
+}
