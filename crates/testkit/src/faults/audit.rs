@@ -322,6 +322,11 @@ pub async fn live(
                         let until =
                             *deadline.get_or_insert_with(|| tokio::time::Instant::now() + drain);
                         if tokio::time::Instant::now() >= until {
+                            // What is left was never asked: say so, so
+                            // that no rule takes silence for an answer.
+                            while let Ok((session, question)) = probes.try_recv() {
+                                rec.observe(Observation::unanswered(session, question, rec.now()));
+                            }
                             return;
                         }
                         probes.try_recv().ok()
@@ -338,6 +343,7 @@ pub async fn live(
                     }
                     continue;
                 };
+                let mut answered = false;
                 for _ in 0..LIVE_TRIES {
                     let mut current = conn.lock().await.clone();
                     if current.is_none() {
@@ -371,7 +377,7 @@ pub async fn live(
                                 .map(Answer::Held)
                         }
                     };
-                    let answered = rec.now();
+                    let at = rec.now();
                     let answer = match answer {
                         Ok(answer) => epoch(&mut c, &session).await.map(|e| (answer, e)),
                         Err(error) => Err(error),
@@ -382,10 +388,11 @@ pub async fn live(
                                 session: session.clone(),
                                 question: question.clone(),
                                 asked,
-                                answered,
+                                answered: at,
                                 answer,
                                 epoch,
                             });
+                            answered = true;
                             break;
                         }
                         Err(_) => {
@@ -395,6 +402,9 @@ pub async fn live(
                             tokio::time::sleep(Duration::from_millis(200)).await;
                         }
                     }
+                }
+                if !answered {
+                    rec.observe(Observation::unanswered(session, question, rec.now()));
                 }
             }
         }));

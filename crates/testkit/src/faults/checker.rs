@@ -422,7 +422,7 @@ pub struct Bounds {
 pub fn lost_between(faults: &[Applied], session: &str, since: Ms, t: Ms) -> bool {
     faults
         .iter()
-        .any(|f| f.lost(session) && f.start < t && f.end >= since)
+        .any(|f| f.lost(session) && f.loss_began() < t && f.end >= since)
 }
 
 /// Whether a fault under way between `since` and `t` could have cost
@@ -564,13 +564,13 @@ pub fn check(history: &History, faults: &[Applied], bounds: Bounds) -> Vec<Anoma
     let deleted = deletes(history);
     let sent = delete_sent(history);
     let books = standalone_books(history);
-    let held = held_in_jumps(history);
+    let jumps = jump_reads(history);
     for chain in &history.chains {
         let entries: Vec<&Entry> = history.of_chain(chain.id).collect();
         let sent = sent.get(chain.session.as_str()).copied();
         let standalone = Standalone {
             received: books.get(chain.session.as_str()),
-            held: held.get(&chain.id).map_or(&[], Vec::as_slice),
+            jumps: jumps.get(&chain.id),
         };
         check_chain(
             chain,
@@ -621,38 +621,54 @@ fn standalone_books(history: &History) -> HashMap<&str, BTreeSet<u64>> {
     books
 }
 
+/// What the live audit read of one standalone jump: the first event Redis
+/// held in it (`None`: none), and when, or `Err` with when it gave up.
+type JumpRead = Result<(Option<u64>, Ms), Ms>;
+
 /// What the checker knows of a session's standalone events, to tell a new
 /// owner's segment (a jump over ids that were never events) from a skip.
 #[derive(Clone, Copy)]
 struct Standalone<'a> {
     /// Every standalone event any client of the session received.
     received: Option<&'a BTreeSet<u64>>,
-    /// Events the live audit found Redis holding inside this chain's jumps.
-    held: &'a [u64],
+    /// This chain's jumps as the live audit read them, by the index the
+    /// client received after the jump.
+    jumps: Option<&'a HashMap<u64, JumpRead>>,
 }
 
 impl Standalone<'_> {
-    /// Whether ids `from..to` held an event: one a client received, or one
-    /// Redis holds. Neither the product's notices nor its floors are asked.
-    fn any_event(&self, from: u64, to: u64) -> bool {
-        self.received
-            .is_some_and(|r| r.range(from..to).next().is_some())
-            || self.held.iter().any(|h| (from..to).contains(h))
+    /// Whether the jump from `from` to `to` (the index received) is a new
+    /// owner's segment: no client of the session received an event in it,
+    /// the live audit read Redis after it and found none there, and no
+    /// fault that loses data came between the client's event before it
+    /// (`since`) and that read (an empty Redis proves nothing). Neither the
+    /// product's notices nor its floors are asked.
+    fn segment(&self, from: u64, to: u64, since: Ms, lost: impl Fn(Ms, Ms) -> bool) -> bool {
+        let received = self
+            .received
+            .is_some_and(|r| r.range(from..to).next().is_some());
+        let read = self.jumps.and_then(|jumps| jumps.get(&to));
+        !received && matches!(read, Some(Ok((None, at))) if !lost(since, *at))
     }
 }
 
-/// The events the live audit found Redis holding inside the jumps of each
-/// standalone chain (an id with data, read after the client jumped it).
-fn held_in_jumps(history: &History) -> HashMap<ChainId, Vec<u64>> {
-    let mut held: HashMap<ChainId, Vec<u64>> = HashMap::new();
+/// Each standalone chain's jumps as the live audit read them.
+fn jump_reads(history: &History) -> HashMap<ChainId, HashMap<u64, JumpRead>> {
+    let mut reads: HashMap<ChainId, HashMap<u64, JumpRead>> = HashMap::new();
     for observation in &history.audits {
-        if let (Question::Skipped { chain, .. }, Answer::Held(Some(index))) =
-            (&observation.question, &observation.answer)
-        {
-            held.entry(*chain).or_default().push(*index);
-        }
+        let Question::Skipped { chain, to, .. } = &observation.question else {
+            continue;
+        };
+        let read = match observation.answer {
+            Answer::Held(held) => Ok((held, observation.answered)),
+            _ => Err(observation.answered),
+        };
+        reads
+            .entry(*chain)
+            .or_default()
+            .insert(to.saturating_add(1), read);
     }
-    held
+    reads
 }
 
 /// When each session the clients deleted was first answered `2xx` to its
@@ -778,6 +794,9 @@ fn check_chain(
         }
     };
     let mut expected: Option<u64> = None;
+    // When the chain last received an id: a jump after it is read against
+    // the faults since.
+    let mut last_id_at: Ms = chain.started;
     let mut stream: Option<Option<u64>> = None;
     let mut seen: HashSet<u64> = HashSet::new();
     let mut current: Option<Notice> = None;
@@ -950,7 +969,9 @@ fn check_chain(
                         // never an event any client of the session got, nor
                         // one Redis holds.
                         let segment = chain.kind == ChainKind::Standalone
-                            && !standalone.any_event(next, index);
+                            && standalone.segment(next, index, last_id_at, |since, t| {
+                                lost_between(faults, &chain.session, since, t)
+                            });
                         if !announced && !segment {
                             out.push(Anomaly::SilentGap {
                                 at: at(k),
@@ -965,6 +986,7 @@ fn check_chain(
                 if data.is_some() {
                     seen.insert(index);
                 }
+                last_id_at = entry.t;
                 first_on_conn = false;
             }
             Step::End { outcome } => {
@@ -1115,13 +1137,22 @@ pub fn audits(history: &History, faults: &[Applied]) -> Vec<Anomaly> {
         {
             continue;
         }
+        // A loss explains an event gone or a floor moved, never another
+        // event at an id a client was given: ids are never given twice,
+        // also after Redis lost its data (docs/redis.md), so a mismatch is
+        // the divergence itself.
         let excused = lost_between(
             faults,
             &observation.session,
             written_since(chain),
             observation.answered,
         );
-        if excused {
+        let mismatch = matches!(
+            (&observation.question, &observation.answer),
+            (Question::Event { data, .. }, Answer::Event(Stored::Event(Some(held))))
+                if !same_data(held, data)
+        );
+        if excused && !mismatch {
             continue;
         }
         let at = |t: Ms| {
@@ -1412,7 +1443,7 @@ pub async fn commits(
                     floor,
                     received: data.clone(),
                 }),
-                Stored::Event(_) if lossy => {}
+                Stored::Event(None) if lossy => {}
                 Stored::Event(None) => out.push(Anomaly::NotCommitted {
                     at: at(),
                     key,
@@ -1633,14 +1664,38 @@ mod tests {
         );
         assert_eq!(kinds(&rec.snapshot()), vec!["silent-gap"]);
 
-        // Nobody ever got an event between 5 and 8: a new owner's segment
-        // (a takeover starts its standalone ids at its epoch) is no gap.
+        // Nobody ever got an event between 5 and 8 and Redis, read after
+        // the jump, holds none: a new owner's segment (a takeover starts its
+        // standalone ids at its epoch) is no gap. Unread, it is one.
         let alone = Recorder::new(std::time::Instant::now());
         let chain = alone.chain(0, "s", 0, ChainKind::Standalone);
         for step in steps {
             alone.record(0, Some(chain), step);
         }
-        assert_eq!(kinds(&alone.snapshot()), Vec::<&str>::new());
+        let unread = alone.snapshot();
+        assert_eq!(kinds(&unread), vec!["silent-gap"]);
+        let jump = Question::Skipped {
+            chain,
+            received: 0,
+            from: 6,
+            to: 7,
+        };
+        let read = with_audit(unread.clone(), jump.clone(), Answer::Held(None), 0);
+        assert_eq!(kinds(&read), Vec::<&str>::new());
+        let never = with_audit(unread.clone(), jump.clone(), Answer::Unanswered, 0);
+        assert_eq!(kinds(&never), vec!["silent-gap"]);
+        // Read empty after Redis lost its data: an empty Redis proves
+        // nothing (review of issue 44, finding 2).
+        let bounds = Bounds {
+            lease: Duration::from_secs(1),
+            slack: Duration::from_secs(10),
+        };
+        let lost = restart(0);
+        let after_a_loss: Vec<&str> = check(&read, std::slice::from_ref(&lost), bounds)
+            .iter()
+            .map(Anomaly::kind)
+            .collect();
+        assert!(after_a_loss.contains(&"silent-gap"), "{after_a_loss:?}");
     }
 
     /// A jump nobody received an event in, but over an event Redis holds:
@@ -1683,8 +1738,8 @@ mod tests {
             from: 2,
             to: 3,
         };
-        // Believed from the clients' books alone, a new owner's segment.
-        assert_eq!(kinds(&history), Vec::<&str>::new());
+        // Unread, the jump is no segment.
+        assert_eq!(kinds(&history), vec!["silent-gap"]);
         let holds = with_audit(history.clone(), skipped.clone(), Answer::Held(Some(3)), 5);
         assert_eq!(kinds(&holds), vec!["silent-gap"]);
         let empty = with_audit(history, skipped, Answer::Held(None), 5);
@@ -2189,6 +2244,26 @@ mod tests {
         // one that began after it does not.
         assert_eq!(found(&early, &[restart(32)]), Vec::<&str>::new());
         assert_eq!(found(&early, &[restart(100)]), vec!["early"]);
+        // It never explains another event at the id: ids are not given
+        // twice after a loss, so that is the divergence itself (review
+        // 2026-12-06 of issue 44, finding 1).
+        assert_eq!(found(&other, &[restart(32)]), vec!["mismatch"]);
+        // A stale owner's stop loses nothing until Redis is killed at its
+        // end: an event missing from Redis during the stop is no loss it
+        // explains (finding 3).
+        let stale = |start: Ms| {
+            fault(
+                Fault::StaleOwner {
+                    slot: 0,
+                    hold: Duration::from_millis(7_000),
+                    down: Duration::from_millis(100),
+                },
+                start,
+                start + 7_000,
+            )
+        };
+        assert_eq!(found(&early, &[stale(20)]), vec!["early"]);
+        assert_eq!(stale(20).loss_began(), 20 + 6_900, "the kill, not the stop");
     }
 
     #[test]

@@ -217,6 +217,9 @@ pub enum Answer {
     /// The first id in the asked range at which Redis holds an event with
     /// data (`None`: none).
     Held(Option<u64>),
+    /// Redis never answered (stopped past every retry, or the run ended
+    /// first): no rule may take this for an answer.
+    Unanswered,
 }
 
 /// One question the live audit put to Redis, its answer, and when.
@@ -235,6 +238,20 @@ pub struct Observation {
     /// The session's epoch read just after (`None`: Redis does not know
     /// the session): a change between two reads is a new owner.
     pub epoch: Option<u64>,
+}
+
+impl Observation {
+    /// A question the live audit could not get answered, given up at `t`.
+    pub fn unanswered(session: String, question: Question, t: Ms) -> Self {
+        Self {
+            session,
+            question,
+            asked: t,
+            answered: t,
+            answer: Answer::Unanswered,
+            epoch: None,
+        }
+    }
 }
 
 /// A question for the live audit, with the session it is about.

@@ -62,6 +62,22 @@ impl Applied {
             .any(|&(lo, hi)| (lo..=hi).contains(&slot))
     }
 
+    /// When this fault could first have lost data: its start, except for a
+    /// stale owner, whose Redis is killed only at the end of the instance's
+    /// stop (the nemesis's own schedule: `hold - down` in, which its sleep
+    /// overruns by milliseconds at most); until then nothing is lost, and
+    /// the successors' takeover writes must hold.
+    pub fn loss_began(&self) -> Ms {
+        match &self.fault {
+            Fault::StaleOwner { hold, down, .. } => {
+                let before_kill = hold.saturating_sub(*down + STALE_RESTART);
+                self.start
+                    .saturating_add(u64::try_from(before_kill.as_millis()).unwrap_or(u64::MAX))
+            }
+            _ => self.start,
+        }
+    }
+
     /// Whether this fault reached `session`'s keys in Redis at all (lost,
     /// delayed or refused their commands): on a single Redis every Redis
     /// fault reaches every session; on a cluster a fault aimed at one

@@ -469,8 +469,8 @@ mod tests {
     #[test]
     fn every_kind_switched_on_is_dealt_its_share() {
         let mut cfg = config(&FaultKind::ALL);
-        // Eight kinds apply to a single Redis.
-        cfg.faults = 16;
+        // Nine kinds apply to a single Redis.
+        cfg.faults = 18;
         let single = Schedule::generate(9, &cfg);
         for kind in FaultKind::ALL.into_iter().filter(|k| k.applies_to(false)) {
             let n = single
@@ -478,7 +478,7 @@ mod tests {
                 .iter()
                 .filter(|p| p.fault.kind() == kind)
                 .count();
-            assert!(n >= 2, "{kind}: {n} of 16");
+            assert!(n >= 2, "{kind}: {n} of 18");
         }
     }
 
@@ -510,7 +510,7 @@ mod tests {
                 .into_iter()
                 .collect())
         );
-        assert_eq!(FaultKind::parse_list("all").map(|k| k.len()), Ok(10));
+        assert_eq!(FaultKind::parse_list("all").map(|k| k.len()), Ok(11));
         assert!(FaultKind::parse_list("nope").is_err());
     }
 }
