@@ -369,3 +369,23 @@ async fn a_build_whose_remote_resumes_skip_an_event_is_reported() {
 async fn a_build_whose_remote_standalone_resumes_skip_an_event_is_reported() {
     check_catches_break(instances_seed(), "standalone-skips", &["silent-gap"]).await;
 }
+
+/// The checker catches a build that answers a `POST` `200` with a stream
+/// that carries no event (review of issue 44: such a `POST` was bucketed
+/// "unconfirmed" and excused). Its control is
+/// [`cuts_kills_and_pauses_of_instances_leave_every_history_valid`]: the
+/// same settings unbroken, with no anomaly.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_build_that_answers_a_post_with_no_event_is_reported() {
+    check_catches_break(instances_seed(), "empty-post", &["empty-200"]).await;
+}
+
+/// The checker catches a build whose remote resumes claim a floor the
+/// shared log does not back (review of issue 44: claimed floors were
+/// believed). Its control is
+/// [`cuts_kills_and_pauses_of_instances_leave_every_history_valid`]: the
+/// same settings unbroken, with no anomaly.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_build_that_claims_a_floor_redis_does_not_hold_is_reported() {
+    check_catches_break(instances_seed(), "false-floor", &["floor-disagrees"]).await;
+}

@@ -13,6 +13,8 @@
 //! |---|---|---|
 //! | `open-gates` | a reader sends events of a shared log before the log holds them | the fault checker's live audit (`early`), the final audit (`not-committed`) |
 //! | `replay-skips` | an instance that does not own the session serves a resume from one event past the cursor | the fault checker (`silent-gap`) |
+//! | `empty-post` | every third `POST` answered with an SSE stream on a shared log gets its `200` head and no event | the fault checker (`empty-200`) |
+//! | `false-floor` | a standalone resume served from the shared log that could replay everything claims a floor one past the first event it sends (`complete:false`) | the fault checker's live audit of claimed floors (`floor-disagrees`) |
 //! | `standalone-skips` | the same, on the standalone stream only, where an event no client received leaves nothing in the clients' books | the fault checker's live audit of standalone jumps (`silent-gap`) |
 
 /// The environment variable naming the breaks a process runs with.
@@ -28,11 +30,23 @@ pub enum Break {
     /// A standalone resume served from the shared log skips the cursor's
     /// next event.
     StandaloneSkips,
+    /// Every third `POST` on a shared log is answered `200` with an SSE
+    /// stream that carries no event.
+    EmptyPost,
+    /// A standalone resume served from the shared log claims a floor above
+    /// what the log holds.
+    FalseFloor,
 }
 
 impl Break {
     /// Every break, in the table's order.
-    pub const ALL: [Self; 3] = [Self::OpenGates, Self::ReplaySkips, Self::StandaloneSkips];
+    pub const ALL: [Self; 5] = [
+        Self::OpenGates,
+        Self::ReplaySkips,
+        Self::StandaloneSkips,
+        Self::EmptyPost,
+        Self::FalseFloor,
+    ];
 
     /// Its name in [`VARIABLE`].
     pub const fn name(self) -> &'static str {
@@ -40,6 +54,8 @@ impl Break {
             Self::OpenGates => "open-gates",
             Self::ReplaySkips => "replay-skips",
             Self::StandaloneSkips => "standalone-skips",
+            Self::EmptyPost => "empty-post",
+            Self::FalseFloor => "false-floor",
         }
     }
 
@@ -49,6 +65,8 @@ impl Break {
             Self::OpenGates => 1,
             Self::ReplaySkips => 2,
             Self::StandaloneSkips => 4,
+            Self::EmptyPost => 8,
+            Self::FalseFloor => 16,
         }
     }
 }

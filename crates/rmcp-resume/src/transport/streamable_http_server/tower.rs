@@ -201,7 +201,9 @@ impl<S: crate::fork::SessionService + Send + 'static, M: SessionManager>
             }
             let response = self.inner.handle(request).await;
             return match hold {
-                Some((retry, deadline)) => post::hold_head(response, retry, deadline).await,
+                Some((retry, deadline)) => {
+                    post::emptied_if_broken(post::hold_head(response, retry, deadline).await)
+                }
                 None => response,
             };
         }

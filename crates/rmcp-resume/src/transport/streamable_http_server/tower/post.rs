@@ -142,6 +142,29 @@ pub(super) async fn hold_head(
     http::Response::from_parts(parts, BodyExt::boxed(body))
 }
 
+/// `response`, or under the `empty-post` break (see
+/// `rmcp_resume_core::sabotage`) every third SSE answer's head with no
+/// event after it: the empty `200` the checker must report.
+pub(super) fn emptied_if_broken(response: BoxResponse) -> BoxResponse {
+    use rmcp_resume_core::sabotage::{Break, on};
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static ANSWERS: AtomicU64 = AtomicU64::new(0);
+    let is_sse = response
+        .headers()
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with(EVENT_STREAM_MIME_TYPE));
+    if !on(Break::EmptyPost)
+        || response.status() != StatusCode::OK
+        || !is_sse
+        || !ANSWERS.fetch_add(1, Ordering::Relaxed).is_multiple_of(3)
+    {
+        return response;
+    }
+    let (parts, _) = response.into_parts();
+    http::Response::from_parts(parts, BodyExt::boxed(http_body_util::Empty::new()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -156,7 +156,10 @@ impl<S: crate::fork::SessionService + Send + 'static, M: SessionManager>
             Ok(snapshot) => snapshot,
             Err(error) => return unavailable(&error),
         };
-        let answer = across_segments(plan(snapshot.lookup, id), snapshot.resume_at);
+        let answer = falsely_floored(across_segments(
+            plan(snapshot.lookup, id),
+            snapshot.resume_at,
+        ));
         let events = answer
             .start()
             .map(|from| remote_events(&shared, session, stream, from));
@@ -213,6 +216,20 @@ fn across_segments(answer: ResumeAnswer, resume_at: u64) -> ResumeAnswer {
                 floor,
             }
         }
+        other => other,
+    }
+}
+
+/// `answer`, or under the `false-floor` break (see
+/// `rmcp_resume_core::sabotage`) a standalone replay turned into a claimed
+/// loss one past its first event, which the log does not back.
+fn falsely_floored(answer: ResumeAnswer) -> ResumeAnswer {
+    use rmcp_resume_core::sabotage::{Break, on};
+    match answer {
+        ResumeAnswer::Replay { from, .. } if on(Break::FalseFloor) => ResumeAnswer::Fallback {
+            from,
+            floor: from.saturating_add(1),
+        },
         other => other,
     }
 }
