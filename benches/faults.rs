@@ -62,6 +62,7 @@ fn parse() -> Result<Args, String> {
             per_kind: 1,
             takeovers: 1,
             post_first: 1,
+            outages_in_flight: 0,
         },
         delete_percent: 0,
         outage_limit: None,

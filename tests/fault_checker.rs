@@ -58,6 +58,7 @@ fn config_on(
         per_kind: 2,
         takeovers,
         post_first: 1,
+        outages_in_flight: 0,
     };
     if backend == Backend::Cluster {
         // A cluster's faults are Redis's, so only the two cuts give a
@@ -239,6 +240,7 @@ async fn deletes_on_non_owners_stop_the_owner_within_the_lease_s_third() {
         per_kind: 2,
         takeovers: 0,
         post_first: 0,
+        outages_in_flight: 0,
     };
     let report = faults::run(&config).await.expect("the run itself");
     println!(
@@ -284,6 +286,7 @@ fn outage_seed() -> RunConfig {
         per_kind: 2,
         takeovers: 0,
         post_first: 0,
+        outages_in_flight: 2,
     };
     config
 }

@@ -1243,6 +1243,10 @@ pub struct Minimums {
     pub takeovers: usize,
     /// Resumes that POSTed first and were answered `200`, at least.
     pub post_first: usize,
+    /// Redis outages (`redis-outage`) that began while a call was in flight
+    /// (its chain began before the outage and ended after it began), at
+    /// least: the case the outage limit is for.
+    pub outages_in_flight: usize,
 }
 
 /// Rule 6: every fault applied without error, and the run reached its
@@ -1293,7 +1297,37 @@ pub fn coverage(
             got: post_first,
         });
     }
+    let in_flight = outages_in_flight(history, faults);
+    if in_flight < min.outages_in_flight {
+        out.push(Anomaly::Coverage {
+            what: "Redis outages begun with a call in flight".to_owned(),
+            wanted: min.outages_in_flight,
+            got: in_flight,
+        });
+    }
     out
+}
+
+/// The `redis-outage` faults applied while a call was in flight: a call
+/// chain began before the fault and ended after it began.
+fn outages_in_flight(history: &History, faults: &[Applied]) -> usize {
+    let mut ends: HashMap<ChainId, Ms> = HashMap::new();
+    for entry in &history.entries {
+        if let (Some(chain), Step::End { .. }) = (entry.chain, &entry.step) {
+            ends.insert(chain, entry.t);
+        }
+    }
+    faults
+        .iter()
+        .filter(|f| f.ok() && matches!(f.fault, Fault::RedisOutage { .. }))
+        .filter(|f| {
+            history.chains.iter().any(|chain| {
+                matches!(chain.kind, ChainKind::Call { .. })
+                    && chain.started < f.start
+                    && ends.get(&chain.id).is_none_or(|end| *end > f.start)
+            })
+        })
+        .count()
 }
 
 /// Takeovers the live audit saw: each change of a session's epoch between
@@ -2460,6 +2494,7 @@ mod tests {
             per_kind: 1,
             takeovers: 1,
             post_first: 1,
+            outages_in_flight: 0,
         };
         let failed = Applied {
             error: Some("kill -STOP 1 failed".to_owned()),

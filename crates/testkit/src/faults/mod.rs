@@ -171,6 +171,7 @@ impl RunConfig {
                 per_kind: 1,
                 takeovers: 1,
                 post_first: 1,
+                outages_in_flight: 0,
             },
             sabotage: None,
             broken: None,
