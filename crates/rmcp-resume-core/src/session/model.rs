@@ -161,7 +161,8 @@ enum Op {
     /// Reader `reader`'s connection dies with up to `n` more events written
     /// into it: the session hands them over, the client never gets them
     /// (a reset socket's send buffer), and must be given them again from
-    /// its own cursor, or told a floor.
+    /// its own cursor, or told a floor. (Somebody else's connection dying
+    /// is a read by another holder of the session, as its live reads are.)
     Die { reader: u8, n: u8 },
     /// Request stream `pick` is closed by the HTTP side.
     Close { pick: u8 },
@@ -886,6 +887,15 @@ impl Driver {
         {
             self.streams[0].owed_from = start;
         }
+        // The response's first frame is the priming event (the worker's
+        // `retry` hint, on by default), whose id is one below the start:
+        // a client with no cursor holds that one from now on, and resumes
+        // with it rather than asking afresh.
+        if let Some(start) = start
+            && self.streams[0].cursor.is_none()
+        {
+            self.streams[0].cursor = start.checked_sub(1);
+        }
         self.attach(0, reader, start, false);
         Ok(())
     }
@@ -1443,19 +1453,16 @@ impl Driver {
             }
             Op::Die { reader, n } => {
                 if let Some(at) = pick_live(&self.readers, reader) {
-                    // The response's first frame, the priming event (id
-                    // one below where the connection starts), reached the
-                    // client: a client with no cursor holds that one.
-                    let r = &self.readers[at];
-                    let s = &mut self.streams[r.stream];
-                    if !r.foreign && r.role == Role::Primary && s.cursor.is_none() {
-                        s.cursor = r.next.checked_sub(1);
-                    }
+                    // Somebody else's dead socket is, to the session, a
+                    // read by another holder of it, as a live one is (see
+                    // `poll_to`): only the client's own events can be lost
+                    // in its sockets.
+                    let foreign = self.readers[at].foreign;
                     for _ in 0..n {
-                        if !self.poll_to(at, false)? {
+                        if !self.poll_to(at, foreign)? {
                             break;
                         }
-                        if !self.readers[at].foreign {
+                        if !foreign {
                             self.reach.dead_socket = true;
                         }
                     }
