@@ -579,6 +579,27 @@ fn a_parked_shadow_wakes_when_it_is_promoted_and_a_detached_reader_is_forgotten(
     assert!(matches!(log.step(2), Step::Send(Logged { index: 0, .. })));
 }
 
+/// A shadow that goes promotes nobody, so no wake sweeps the parked
+/// list: its own detach must forget its waker (the gone connection's
+/// task), and the next event wakes only the reader still there.
+#[test]
+fn a_detached_shadow_is_forgotten_though_nothing_else_changes() {
+    let log = StreamLog::new(StreamId::Standalone, 0, 4, 2, Room::default());
+    assert_eq!(log.attach(1), Some(0));
+    assert_eq!(log.attach(2), None, "a shadow");
+    let primary = park(&log, 1);
+    let shadow = park(&log, 2);
+    log.detach(2);
+    assert_eq!(
+        Arc::strong_count(&shadow),
+        1,
+        "the detached shadow's waker is not kept"
+    );
+    log.append((), None, 0);
+    assert_eq!(shadow.count(), 0, "a gone reader is not woken");
+    assert_eq!(primary.count(), 1, "the primary is");
+}
+
 /// Drains `reader` on a task of its own: what it received, in order.
 fn drain(reader: LogReader<u64>) -> tokio::task::JoinHandle<Vec<u64>> {
     use futures::StreamExt;
