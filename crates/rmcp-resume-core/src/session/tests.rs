@@ -188,3 +188,58 @@ async fn an_expired_stream_gives_back_its_bytes_and_its_waiting_messages() {
     assert_eq!(s.budget().session().used(), 0, "though its reader is alive");
     assert!(!s.has_waiting());
 }
+
+/// What the owner keeps per request stream is its own to read and change,
+/// and comes back when the stream is closed; the session counts the
+/// streams it retains, and its `Debug` says how many and what waits.
+#[test]
+fn the_owner_finds_its_streams_and_what_it_keeps_for_each() {
+    let mut s: Session<u64, u64, String> = Session::new(
+        1,
+        Window::events(1),
+        Budget::unlimited(),
+        Limits::new(STALL, Duration::from_secs(60), 8, 2),
+    );
+    assert_eq!(s.request_count(), 0);
+    s.open_request(3, "three".to_owned()).unwrap();
+    s.open_request(4, "four".to_owned()).unwrap();
+    assert_eq!(s.request_count(), 2);
+    s.extra_mut(3).unwrap().push('!');
+    assert_eq!(s.extra_mut(4).map(|x| x.as_str()), Some("four"));
+    assert_eq!(s.extra_mut(5), None);
+    let _reader = s.connect(StreamId::Request(4), 0).unwrap();
+    assert!(admitted(s.deliver(StreamId::Request(4), message(1, 1))).is_some());
+    assert!(s.deliver(StreamId::Request(4), message(2, 1)).is_none());
+    assert_eq!(format!("{s:?}"), "Session { requests: 2, waiting: 1, .. }");
+    let (extra, _) = s.close_request(3).unwrap();
+    assert_eq!(extra, "three!");
+    assert_eq!(s.request_count(), 1);
+    let resumed = s.resume(StreamId::Request(4).event(0));
+    assert!(format!("{resumed:?}").ends_with("reader: true }"));
+    assert!(format!("{resumed:?}").starts_with("Resumed { answer: Replay"));
+}
+
+/// However its owner stops, a dropped session ends every connection and
+/// gives every byte back to the process's budget at once, though a
+/// connection that stopped reading still holds its log.
+#[test]
+fn a_dropped_session_ends_its_readers_and_returns_its_bytes() {
+    let process = Meter::new(1_000);
+    let mut s = session(Window::events(8), Budget::new(1_000, Some(process.clone())));
+    s.open_request(0, ()).unwrap();
+    let mut call = s.connect(StreamId::Request(0), 0).unwrap();
+    let (mut standalone, _) = s.attach_standalone();
+    assert!(admitted(s.deliver(StreamId::Request(0), message(1, 100))).is_some());
+    assert!(admitted(s.deliver(StreamId::Standalone, message(2, 50))).is_some());
+    assert_eq!(process.used(), 150);
+    drop(s);
+    assert_eq!(process.used(), 0, "though both readers are alive");
+    assert!(
+        matches!(call.next().now_or_never(), Some(None)),
+        "the call's reader ends"
+    );
+    assert!(
+        matches!(standalone.next().now_or_never(), Some(None)),
+        "the standalone reader ends"
+    );
+}
