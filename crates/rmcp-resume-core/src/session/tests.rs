@@ -243,3 +243,48 @@ fn a_dropped_session_ends_its_readers_and_returns_its_bytes() {
         "the standalone reader ends"
     );
 }
+
+/// An answered stream whose reader held its bytes unread is forgotten
+/// at its TTL, or, if its reader was still reading then, once that reader
+/// stalls; either way the message that waited for those bytes on another
+/// stream is admitted by that same expiry, not at some later turn.
+#[tokio::test(start_paused = true)]
+async fn an_expiry_admits_what_waited_for_the_bytes_it_freed() {
+    for lingers in [false, true] {
+        let mut s = session(Window::events(8), Budget::new(100, None));
+        s.open_request(0, ()).unwrap();
+        let mut call = s.connect(StreamId::Request(0), 0).unwrap();
+        let answered = Instant::now();
+        assert!(admitted(s.deliver(StreamId::Request(0), message(1, 30))).is_some());
+        let answer = Pending {
+            completes: true,
+            ..message(2, 30)
+        };
+        assert!(admitted(s.deliver(StreamId::Request(0), answer)).is_some());
+        let (_standalone, _) = s.attach_standalone();
+        assert!(admitted(s.deliver(StreamId::Standalone, message(3, 30))).is_some());
+        // 120 of 100 bytes, every one held by a reader that has not read it.
+        assert!(s.deliver(StreamId::Standalone, message(4, 30)).is_none());
+        let ttl = answered + Duration::from_secs(60);
+        if lingers {
+            tokio::time::advance(Duration::from_secs(59)).await;
+            assert_eq!(read(&mut call), Some(0));
+            tokio::time::advance(Duration::from_secs(1)).await;
+            assert!(s.expire(ttl).is_empty(), "its reader is reading");
+            assert!(s.log(StreamId::Request(0)).is_some());
+            tokio::time::advance(STALL).await;
+        } else {
+            tokio::time::advance(Duration::from_secs(60)).await;
+        }
+        let admissions = s.expire(Instant::now());
+        assert!(s.log(StreamId::Request(0)).is_none(), "lingers: {lingers}");
+        assert!(
+            matches!(
+                admissions.as_slice(),
+                [Admission::Admitted { ticket: 4, .. }]
+            ),
+            "lingers: {lingers}: {admissions:?}"
+        );
+        assert!(!s.has_waiting());
+    }
+}
