@@ -344,6 +344,20 @@ fn bytes_are_counted_on_both_meters_and_returned_on_eviction_and_drop() {
     assert_eq!((budget.session().used(), process.used()), (0, 0));
 }
 
+/// A budget says what it allows and which process meter it counts
+/// against: the one it was given, shared, not a copy.
+#[test]
+fn a_budget_reports_its_limits_and_shares_the_process_meter() {
+    let process = Meter::new(1_000);
+    let budget = Budget::new(100, Some(process.clone()));
+    assert_eq!(budget.session().limit(), 100);
+    let shared = budget.process().expect("the process's meter");
+    assert!(std::ptr::eq(shared, &*process));
+    assert_eq!(shared.limit(), 1_000);
+    assert!(Budget::new(100, None).process().is_none());
+    assert_eq!(Budget::unlimited().session().limit(), usize::MAX);
+}
+
 /// A reader owing an event holds its bytes whether or not the session is
 /// starved, so its stall deadline runs either way (D2 of issue #43).
 #[tokio::test(start_paused = true)]
