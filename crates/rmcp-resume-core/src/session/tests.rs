@@ -288,3 +288,30 @@ async fn an_expiry_admits_what_waited_for_the_bytes_it_freed() {
         assert!(!s.has_waiting());
     }
 }
+
+/// A session is idle only when no connection reads it: a standalone
+/// reader counts, and so does a call's, even one that has drained its
+/// answered stream but is still open; once they are gone, nobody does.
+#[test]
+fn a_connected_reader_is_one_whose_connection_is_open() {
+    let mut s = session(Window::events(8), Budget::unlimited());
+    assert!(!s.has_connected_reader(), "a fresh session");
+    let (standalone, _) = s.attach_standalone();
+    assert!(s.has_connected_reader(), "a standalone reader");
+    drop(standalone);
+    assert!(!s.has_connected_reader(), "its connection closed");
+    s.open_request(0, ()).unwrap();
+    assert!(!s.has_connected_reader(), "an open call with no connection");
+    let mut call = s.connect(StreamId::Request(0), 0).unwrap();
+    assert!(s.has_connected_reader(), "a call's reader");
+    let answer = Pending {
+        completes: true,
+        ..message(1, 1)
+    };
+    assert!(admitted(s.deliver(StreamId::Request(0), answer)).is_some());
+    assert_eq!(read(&mut call), Some(0));
+    assert_eq!(read(&mut call), None, "drained");
+    assert!(s.has_connected_reader(), "its connection is still open");
+    drop(call);
+    assert!(!s.has_connected_reader(), "every connection closed");
+}
