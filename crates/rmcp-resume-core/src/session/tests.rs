@@ -255,10 +255,10 @@ async fn an_expiry_admits_what_waited_for_the_bytes_it_freed() {
         s.open_request(0, ()).unwrap();
         let mut call = s.connect(StreamId::Request(0), 0).unwrap();
         let answered = Instant::now();
-        assert!(admitted(s.deliver(StreamId::Request(0), message(1, 30))).is_some());
+        assert!(admitted(s.deliver(StreamId::Request(0), message(1, 5))).is_some());
         let answer = Pending {
             completes: true,
-            ..message(2, 30)
+            ..message(2, 55)
         };
         assert!(admitted(s.deliver(StreamId::Request(0), answer)).is_some());
         let (_standalone, _) = s.attach_standalone();
@@ -268,6 +268,7 @@ async fn an_expiry_admits_what_waited_for_the_bytes_it_freed() {
         let ttl = answered + Duration::from_secs(60);
         if lingers {
             tokio::time::advance(Duration::from_secs(59)).await;
+            // What it read (5 bytes) is evictable now, but too little.
             assert_eq!(read(&mut call), Some(0));
             tokio::time::advance(Duration::from_secs(1)).await;
             assert!(s.expire(ttl).is_empty(), "its reader is reading");
