@@ -354,8 +354,8 @@ async fn the_stall_rule_looks_only_at_streams_with_readers() {
 /// A request stream's reader that the server is closing (SEP-1699) reads
 /// it only up to its end: its answered stream lingers past the TTL while
 /// that reader still owes an event before its end, and goes as soon as it
-/// has read up to it, though the answer after the end is unread (that is
-/// for the client's next connection, which a resume would open).
+/// has read up to it, though the answer after the end is unread: that was
+/// for the client's next connection, which the TTL, now past, waited for.
 #[tokio::test(start_paused = true)]
 async fn a_reader_being_closed_keeps_its_stream_only_up_to_its_end() {
     let mut s = session_with(Budget::new(2 << 20, None), 1_024);
