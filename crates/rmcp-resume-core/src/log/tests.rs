@@ -344,6 +344,20 @@ fn bytes_are_counted_on_both_meters_and_returned_on_eviction_and_drop() {
     assert_eq!((budget.session().used(), process.used()), (0, 0));
 }
 
+/// A budget says what it allows and which process meter it counts
+/// against: the one it was given, shared, not a copy.
+#[test]
+fn a_budget_reports_its_limits_and_shares_the_process_meter() {
+    let process = Meter::new(1_000);
+    let budget = Budget::new(100, Some(process.clone()));
+    assert_eq!(budget.session().limit(), 100);
+    let shared = budget.process().expect("the process's meter");
+    assert!(std::ptr::eq(shared, &*process));
+    assert_eq!(shared.limit(), 1_000);
+    assert!(Budget::new(100, None).process().is_none());
+    assert_eq!(Budget::unlimited().session().limit(), usize::MAX);
+}
+
 /// A reader owing an event holds its bytes whether or not the session is
 /// starved, so its stall deadline runs either way (D2 of issue #43).
 #[tokio::test(start_paused = true)]
@@ -600,6 +614,27 @@ fn a_parked_shadow_wakes_when_it_is_promoted_and_a_detached_reader_is_forgotten(
     );
     log.append((), None, 0);
     assert!(matches!(log.step(2), Step::Send(Logged { index: 0, .. })));
+}
+
+/// A shadow that goes promotes nobody, so no wake sweeps the parked
+/// list: its own detach must forget its waker (the gone connection's
+/// task), and the next event wakes only the reader still there.
+#[test]
+fn a_detached_shadow_is_forgotten_though_nothing_else_changes() {
+    let log = StreamLog::new(StreamId::Standalone, 0, 4, 2, Room::default());
+    assert_eq!(log.attach(1), Some(0));
+    assert_eq!(log.attach(2), None, "a shadow");
+    let primary = park(&log, 1);
+    let shadow = park(&log, 2);
+    log.detach(2);
+    assert_eq!(
+        Arc::strong_count(&shadow),
+        1,
+        "the detached shadow's waker is not kept"
+    );
+    log.append((), None, 0);
+    assert_eq!(shadow.count(), 0, "a gone reader is not woken");
+    assert_eq!(primary.count(), 1, "the primary is");
 }
 
 /// Drains `reader` on a task of its own: what it received, in order.

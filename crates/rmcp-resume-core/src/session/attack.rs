@@ -263,6 +263,31 @@ fn a_never_ending_stall_timeout_does_not_panic() {
     assert!(result.is_ok(), "stall_deadline panicked");
 }
 
+/// `Duration::MAX` as the TTL or the stall timeout means never, not
+/// "whatever the clock can still hold": half a century on, the answered
+/// stream is still retained and its reader, owing an event it never
+/// read, is still attached (a few years would not do; `later` counts
+/// an overflowing duration as a century).
+#[test]
+fn a_never_expiring_ttl_or_stall_timeout_holds_for_decades() {
+    let limits = Limits::new(Duration::MAX, Duration::MAX, 8, 2);
+    let mut s: Plain = Session::new(1, Window::events(4), Budget::unlimited(), limits);
+    s.open_request(0, ()).unwrap();
+    let start = Instant::now();
+    let _reader = s.connect_at(StreamId::Request(0), 0, start).unwrap();
+    assert!(admitted(s.deliver_at(StreamId::Request(0), answer(0, 1), start)).is_some());
+    let decades = start + Duration::from_secs(50 * 365 * 24 * 60 * 60);
+    assert!(s.next_expiry().is_some_and(|at| at > decades));
+    assert!(s.stall_deadline().is_some_and(|at| at > decades));
+    assert!(s.expire(decades).is_empty());
+    assert!(s.end_stalled(decades).is_empty());
+    assert!(s.log(StreamId::Request(0)).is_some(), "still retained");
+    assert!(
+        s.has_connected_reader(),
+        "its reader is neither ended nor expired"
+    );
+}
+
 // ---------------------------------------------------------------------------
 // Attacks that failed (the promises held)
 // ---------------------------------------------------------------------------

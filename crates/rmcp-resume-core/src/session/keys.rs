@@ -74,6 +74,16 @@ mod tests {
     }
 
     #[test]
+    fn every_integer_width_is_mixed_in() {
+        // Narrow integers reach the hasher as bytes (`write`), a `usize`
+        // through `write_usize`: each must change the hash.
+        let keys = ServerKeys::default();
+        let narrow: HashSet<u64> = (0..1_024u32).map(|n| keys.hash_one(n)).collect();
+        let sized: HashSet<u64> = (0..1_024usize).map(|n| keys.hash_one(n)).collect();
+        assert_eq!((narrow.len(), sized.len()), (1_024, 1_024));
+    }
+
+    #[test]
     fn stream_ids_hash_apart() {
         let keys = ServerKeys::default();
         let standalone = keys.hash_one(StreamId::Standalone);

@@ -350,3 +350,41 @@ async fn the_stall_rule_looks_only_at_streams_with_readers() {
         "the stalled reader is ended"
     );
 }
+
+/// A request stream's reader that the server is closing (SEP-1699) reads
+/// it only up to its end: its answered stream lingers past the TTL while
+/// that reader still owes an event before its end, and goes as soon as it
+/// has read up to it, though the answer after the end is unread: that was
+/// for the client's next connection, which the TTL, now past, waited for.
+#[tokio::test(start_paused = true)]
+async fn a_reader_being_closed_keeps_its_stream_only_up_to_its_end() {
+    let mut s = session_with(Budget::new(2 << 20, None), 1_024);
+    s.open_request(0, ()).unwrap();
+    let mut closing = s.connect(StreamId::Request(0), 0).unwrap();
+    for serial in [0, 1] {
+        assert_eq!(
+            admitted(s.deliver(StreamId::Request(0), message(serial, 10, false))),
+            Some(serial)
+        );
+    }
+    s.log(StreamId::Request(0)).unwrap().end_readers();
+    assert_eq!(
+        admitted(s.deliver(StreamId::Request(0), message(2, 10, true))),
+        Some(2)
+    );
+    tokio::time::advance(TTL - Duration::from_secs(1)).await;
+    assert_eq!(poll(&mut closing), Some(Some(0)));
+    tokio::time::advance(Duration::from_secs(1)).await;
+    assert!(s.expire(Instant::now()).is_empty());
+    assert!(
+        s.log(StreamId::Request(0)).is_some(),
+        "it lingers: its reader owes event 1, before its end"
+    );
+    assert_eq!(poll(&mut closing), Some(Some(1)));
+    assert!(s.expire(Instant::now()).is_empty());
+    assert!(
+        s.log(StreamId::Request(0)).is_none(),
+        "at its end its reader owes nothing: the stream goes at once"
+    );
+    assert_eq!(poll(&mut closing), Some(None));
+}

@@ -188,3 +188,131 @@ async fn an_expired_stream_gives_back_its_bytes_and_its_waiting_messages() {
     assert_eq!(s.budget().session().used(), 0, "though its reader is alive");
     assert!(!s.has_waiting());
 }
+
+/// What the owner keeps per request stream is its own to read and change,
+/// and comes back when the stream is closed; the session counts the
+/// streams it retains, and its `Debug` says how many and what waits.
+#[test]
+fn the_owner_finds_its_streams_and_what_it_keeps_for_each() {
+    let mut s: Session<u64, u64, String> = Session::new(
+        1,
+        Window::events(1),
+        Budget::unlimited(),
+        Limits::new(STALL, Duration::from_secs(60), 8, 2),
+    );
+    assert_eq!(s.request_count(), 0);
+    s.open_request(3, "three".to_owned()).unwrap();
+    s.open_request(4, "four".to_owned()).unwrap();
+    assert_eq!(s.request_count(), 2);
+    s.extra_mut(3).unwrap().push('!');
+    assert_eq!(s.extra_mut(4).map(|x| x.as_str()), Some("four"));
+    assert_eq!(s.extra_mut(5), None);
+    let _reader = s.connect(StreamId::Request(4), 0).unwrap();
+    assert!(admitted(s.deliver(StreamId::Request(4), message(1, 1))).is_some());
+    assert!(s.deliver(StreamId::Request(4), message(2, 1)).is_none());
+    assert_eq!(format!("{s:?}"), "Session { requests: 2, waiting: 1, .. }");
+    let (extra, _) = s.close_request(3).unwrap();
+    assert_eq!(extra, "three!");
+    assert_eq!(s.request_count(), 1);
+    let resumed = s.resume(StreamId::Request(4).event(0));
+    assert!(format!("{resumed:?}").ends_with("reader: true }"));
+    assert!(format!("{resumed:?}").starts_with("Resumed { answer: Replay"));
+}
+
+/// However its owner stops, a dropped session ends every connection and
+/// gives every byte back to the process's budget at once, though a
+/// connection that stopped reading still holds its log.
+#[test]
+fn a_dropped_session_ends_its_readers_and_returns_its_bytes() {
+    let process = Meter::new(1_000);
+    let mut s = session(Window::events(8), Budget::new(1_000, Some(process.clone())));
+    s.open_request(0, ()).unwrap();
+    let mut call = s.connect(StreamId::Request(0), 0).unwrap();
+    let (mut standalone, _) = s.attach_standalone();
+    assert!(admitted(s.deliver(StreamId::Request(0), message(1, 100))).is_some());
+    assert!(admitted(s.deliver(StreamId::Standalone, message(2, 50))).is_some());
+    assert_eq!(process.used(), 150);
+    drop(s);
+    assert_eq!(process.used(), 0, "though both readers are alive");
+    assert!(
+        matches!(call.next().now_or_never(), Some(None)),
+        "the call's reader ends"
+    );
+    assert!(
+        matches!(standalone.next().now_or_never(), Some(None)),
+        "the standalone reader ends"
+    );
+}
+
+/// An answered stream whose reader held its bytes unread is forgotten
+/// at its TTL, or, if its reader was still reading then, once that reader
+/// stalls; either way the message that waited for those bytes on another
+/// stream is admitted by that same expiry, not at some later turn.
+#[tokio::test(start_paused = true)]
+async fn an_expiry_admits_what_waited_for_the_bytes_it_freed() {
+    for lingers in [false, true] {
+        let mut s = session(Window::events(8), Budget::new(100, None));
+        s.open_request(0, ()).unwrap();
+        let mut call = s.connect(StreamId::Request(0), 0).unwrap();
+        let answered = Instant::now();
+        assert!(admitted(s.deliver(StreamId::Request(0), message(1, 5))).is_some());
+        let answer = Pending {
+            completes: true,
+            ..message(2, 55)
+        };
+        assert!(admitted(s.deliver(StreamId::Request(0), answer)).is_some());
+        let (_standalone, _) = s.attach_standalone();
+        assert!(admitted(s.deliver(StreamId::Standalone, message(3, 30))).is_some());
+        // 120 of 100 bytes, every one held by a reader that has not read it.
+        assert!(s.deliver(StreamId::Standalone, message(4, 30)).is_none());
+        let ttl = answered + Duration::from_secs(60);
+        if lingers {
+            tokio::time::advance(Duration::from_secs(59)).await;
+            // What it read (5 bytes) is evictable now, but too little.
+            assert_eq!(read(&mut call), Some(0));
+            tokio::time::advance(Duration::from_secs(1)).await;
+            assert!(s.expire(ttl).is_empty(), "its reader is reading");
+            assert!(s.log(StreamId::Request(0)).is_some());
+            tokio::time::advance(STALL).await;
+        } else {
+            tokio::time::advance(Duration::from_secs(60)).await;
+        }
+        let admissions = s.expire(Instant::now());
+        assert!(s.log(StreamId::Request(0)).is_none(), "lingers: {lingers}");
+        assert!(
+            matches!(
+                admissions.as_slice(),
+                [Admission::Admitted { ticket: 4, .. }]
+            ),
+            "lingers: {lingers}: {admissions:?}"
+        );
+        assert!(!s.has_waiting());
+    }
+}
+
+/// A session is idle only when no connection reads it: a standalone
+/// reader counts, and so does a call's, even one that has drained its
+/// answered stream but is still open; once they are gone, nobody does.
+#[test]
+fn a_connected_reader_is_one_whose_connection_is_open() {
+    let mut s = session(Window::events(8), Budget::unlimited());
+    assert!(!s.has_connected_reader(), "a fresh session");
+    let (standalone, _) = s.attach_standalone();
+    assert!(s.has_connected_reader(), "a standalone reader");
+    drop(standalone);
+    assert!(!s.has_connected_reader(), "its connection closed");
+    s.open_request(0, ()).unwrap();
+    assert!(!s.has_connected_reader(), "an open call with no connection");
+    let mut call = s.connect(StreamId::Request(0), 0).unwrap();
+    assert!(s.has_connected_reader(), "a call's reader");
+    let answer = Pending {
+        completes: true,
+        ..message(1, 1)
+    };
+    assert!(admitted(s.deliver(StreamId::Request(0), answer)).is_some());
+    assert_eq!(read(&mut call), Some(0));
+    assert_eq!(read(&mut call), None, "drained");
+    assert!(s.has_connected_reader(), "its connection is still open");
+    drop(call);
+    assert!(!s.has_connected_reader(), "every connection closed");
+}
