@@ -1549,6 +1549,18 @@ mod tests {
         }
     }
 
+    /// A fresh standalone `GET` answered `200` on connection `conn`.
+    fn fresh(conn: u32) -> Step {
+        Step::Open {
+            conn,
+            slot: 0,
+            via: Via::Fresh,
+            status: Some(200),
+            body: None,
+            retry_after: None,
+        }
+    }
+
     fn kinds(history: &History) -> Vec<&'static str> {
         let bounds = Bounds {
             lease: Duration::from_secs(1),
@@ -1662,14 +1674,7 @@ mod tests {
         let rec = Recorder::new(std::time::Instant::now());
         let chain = rec.chain(0, "s", 0, ChainKind::Standalone);
         let steps = [
-            Step::Open {
-                conn: 1,
-                slot: 0,
-                via: Via::Fresh,
-                status: Some(200),
-                body: None,
-                retry_after: None,
-            },
+            fresh(1),
             frame(1, "0", None),
             frame(1, "1", Some("{}")),
             open(2, Some("1"), 200, None),
@@ -1740,14 +1745,7 @@ mod tests {
         let rec = Recorder::with_probes(std::time::Instant::now(), tx);
         let chain = rec.chain(0, "s", 0, ChainKind::Standalone);
         for step in [
-            Step::Open {
-                conn: 1,
-                slot: 0,
-                via: Via::Fresh,
-                status: Some(200),
-                body: None,
-                retry_after: None,
-            },
+            fresh(1),
             frame(1, "0", None),
             frame(1, "1", Some("{}")),
             open(2, Some("1"), 200, None),
@@ -1786,14 +1784,6 @@ mod tests {
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
         let rec = Recorder::with_probes(std::time::Instant::now(), tx);
         let chain = rec.chain(0, "s", 0, ChainKind::Standalone);
-        let fresh = |conn| Step::Open {
-            conn,
-            slot: 0,
-            via: Via::Fresh,
-            status: Some(200),
-            body: None,
-            retry_after: None,
-        };
         for step in [
             fresh(1),
             frame(1, "5", Some("{}")),
