@@ -8,8 +8,11 @@
 //!
 //! Readers are *primary* (they receive events) or *shadows* (a second `GET`
 //! on one standalone stream, #659: kept open by keep-alives only, so that no
-//! event is ever sent on two connections). When the primary goes away the
-//! newest shadow is promoted and carries on where the primary stopped.
+//! two connections carry events at once). When the primary goes away the
+//! newest shadow is promoted and carries on from the earlier of where the
+//! primary stopped and what it had not yet taken when the shadow came: what
+//! may have gone into a dead socket since is sent again (a client drops the
+//! exact copies; a healthy second tab may get that backlog twice).
 //!
 //! # Backpressure, not loss
 //!
@@ -150,8 +153,9 @@ struct Reader {
     end_at: Option<u64>,
     /// When this reader last took an event (or attached).
     progressed_at: Instant,
-    /// The head when it attached: a shadow promoted later starts here, since
-    /// its client has received nothing of this stream since.
+    /// A shadow's: the earlier of the head and what the primary had not
+    /// yet taken when it attached; promoted later, it starts no later than
+    /// here. A demoted primary's: where it stopped.
     since: u64,
 }
 

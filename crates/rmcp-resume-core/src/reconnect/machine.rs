@@ -45,8 +45,8 @@
 //! resets every count, but lengthens the quiet run, which spaces the next
 //! `GET`s. No connection is followed at once unless it lived a second or
 //! brought something new; a broken one that did neither waits 1 s, except
-//! a standalone stream with no cursor whose connection lived 200 ms, which
-//! waits 200 ms (see `CURSORLESS_RETRY`).
+//! a standalone stream with no cursor, which waits 200 ms for its first 8
+//! such breaks since progress (see `CURSORLESS_RETRY`).
 //!
 //! # Conflicts
 //!
@@ -191,6 +191,10 @@ pub(super) struct Machine<C: Connector, P: RetryPolicy> {
     /// The `409`s since the last progress that were followed by a wait:
     /// the next wait doubles with each.
     conflicts: u32,
+    /// Breaks of a cursor-less standalone stream retried after
+    /// [`CURSORLESS_RETRY`] since the last progress (at most
+    /// [`CURSORLESS_BUDGET`]).
+    quick_retries: u32,
     /// The latest ids delivered on the stream, while the server has not
     /// vouched for rmcp's rules: a copy of one is dropped, and is no
     /// progress.
@@ -215,15 +219,22 @@ const WARN_EVERY: Duration = Duration::from_secs(60);
 /// timeout or cap in the config must not become a loop without pause.
 const MIN_DELAY: Duration = Duration::from_secs(1);
 
-/// How long a standalone stream that holds no cursor waits after an
-/// accepted connection that lived at least this long broke: what the
-/// server sends while it is away is lost to such a stream for good (there
-/// is nothing to resume from), so it waits as upstream's client does, not
-/// [`MIN_DELAY`] and not the policy's backoff. It is down at most half the
-/// time, and makes at most 2.5 `GET`s a second. A connection that lived
-/// less is a failure: the first since progress also waits this long, the
-/// next ones back off by the policy.
+/// How long a standalone stream that holds no cursor waits after its
+/// connection broke with nothing new, for its first [`CURSORLESS_BUDGET`]
+/// breaks since the last progress: what the server sends while such a
+/// stream is away is lost to it for good (there is nothing to resume from),
+/// so it waits less than [`MIN_DELAY`] and the policy's backoff would make
+/// it. Upstream's client reconnects such a stream at once; issue 42 forbids
+/// a reconnect at no delay after a connection that brought nothing new and
+/// lived under a second, so this is the shortest pause the fork makes.
+/// Each such break still counts toward the policy's `max_times`.
 const CURSORLESS_RETRY: Duration = Duration::from_millis(200);
+
+/// How many breaks in a row without progress a cursor-less standalone
+/// stream retries after [`CURSORLESS_RETRY`]; later ones wait the policy's
+/// delay, so a server that breaks every such stream gets at most this many
+/// quick `GET`s between two signs of progress.
+const CURSORLESS_BUDGET: u32 = 8;
 
 /// The longest a resume must be held open to count as progress, whatever
 /// the silence timeout: a connection lifetime of a minute must count.
@@ -315,6 +326,7 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
             quiet: 0,
             conflict_since: None,
             conflicts: 0,
+            quick_retries: 0,
             delivered,
             step: Step::Ready,
             timer: None,

@@ -54,7 +54,13 @@
 //!   that its client never gets ([`Op::Die`]): the session counts them as
 //!   read, the model does not, and the client (holding the priming event's
 //!   id, or its last event's) is owed them again from its own cursor, by a
-//!   resume or by a promoted shadow, or told a floor.
+//!   resume or by a promoted shadow, or told a floor. The model assumes the
+//!   default `sse_retry`, under which every fresh standalone `GET` opens
+//!   with a priming event; with `sse_retry: None` a client holds no cursor
+//!   before its first event, and what a dead socket swallowed before it is
+//!   lost without a word (docs/behaviour.md). Events taken into a socket
+//!   already dead before a second `GET` joined are not re-sent to that
+//!   shadow: only a client that resumes with its cursor gets them.
 //! - **Foreign resumes excuse nothing.** Somebody else's resume of the
 //!   client's stream moves no floor the model holds the session to; the
 //!   client is owed every event from its own cursor until a resume of its
@@ -161,8 +167,10 @@ enum Op {
     /// Reader `reader`'s connection dies with up to `n` more events written
     /// into it: the session hands them over, the client never gets them
     /// (a reset socket's send buffer), and must be given them again from
-    /// its own cursor, or told a floor. (Somebody else's connection dying
-    /// is a read by another holder of the session, as its live reads are.)
+    /// its own cursor, or told a floor. The socket dies and its reader goes
+    /// in one step: a connection half-open while a second `GET` joins, read
+    /// into until the server notices, is not generated (see the module's
+    /// docs).
     Die { reader: u8, n: u8 },
     /// Request stream `pick` is closed by the HTTP side.
     Close { pick: u8 },
@@ -1453,13 +1461,9 @@ impl Driver {
             }
             Op::Die { reader, n } => {
                 if let Some(at) = pick_live(&self.readers, reader) {
-                    // Somebody else's dead socket is, to the session, a
-                    // read by another holder of it, as a live one is (see
-                    // `poll_to`): only the client's own events can be lost
-                    // in its sockets.
                     let foreign = self.readers[at].foreign;
                     for _ in 0..n {
-                        if !self.poll_to(at, foreign)? {
+                        if !self.poll_to(at, false)? {
                             break;
                         }
                         if !foreign {

@@ -425,6 +425,23 @@ pub fn lost_between(faults: &[Applied], session: &str, since: Ms, t: Ms) -> bool
         .any(|f| f.lost(session) && f.loss_began() < t && f.end >= since)
 }
 
+/// Whether Redis lost all its data (a single Redis's restart, a stale
+/// owner's) between `since` and `t`. The product knows that happened (the
+/// session's epoch and lease are gone) and must then never vouch for a
+/// jump it cannot see. A cluster's lossy failover is not counted: it may
+/// drop a primary's last writes, the lease and epoch with them or not, and
+/// the shared log accepts that risk of asynchronous replication
+/// (docs/redis.md); its losses stay excused per slot ([`lost_between`]).
+fn wiped_between(faults: &[Applied], since: Ms, t: Ms) -> bool {
+    faults.iter().any(|f| {
+        matches!(
+            f.fault,
+            Fault::RedisRestart { .. } | Fault::StaleOwner { .. }
+        ) && f.loss_began() < t
+            && f.end >= since
+    })
+}
+
 /// Whether a fault under way between `since` and `t` could have cost
 /// `session`'s owner (client `client`'s view of it): a fault of an
 /// instance, a cut of this client's link, a Redis fault that reached the
@@ -639,8 +656,8 @@ struct Standalone<'a> {
 impl Standalone<'_> {
     /// Whether the jump from `from` to `to` (the index received) is a new
     /// owner's segment: no client of the session received an event in it,
-    /// the live audit read Redis after it and found none there, and no
-    /// fault that loses data came between the client's event before it
+    /// the live audit read Redis after it and found none there, and Redis
+    /// did not lose all its data between the client's event before it
     /// (`since`) and that read (an empty Redis proves nothing). Neither the
     /// product's notices nor its floors are asked.
     fn segment(&self, from: u64, to: u64, since: Ms, lost: impl Fn(Ms, Ms) -> bool) -> bool {
@@ -970,7 +987,7 @@ fn check_chain(
                         // one Redis holds.
                         let segment = chain.kind == ChainKind::Standalone
                             && standalone.segment(next, index, last_id_at, |since, t| {
-                                lost_between(faults, &chain.session, since, t)
+                                wiped_between(faults, since, t)
                             });
                         if !announced && !segment {
                             out.push(Anomaly::SilentGap {

@@ -27,6 +27,7 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
 
     pub(super) fn progress(&mut self) {
         self.failures = 0;
+        self.quick_retries = 0;
         self.failures_with_cursor = 0;
         self.transport_failures = 0;
         self.failing_since = None;
@@ -187,21 +188,6 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
             Ok(end) => return Some(end),
             Err(last) => last,
         };
-        if self.cursor.is_none()
-            && self.scope == StreamScope::Standalone
-            && matches!(last, Attempt::Transport(_))
-            && self.connected_at.elapsed() >= CURSORLESS_RETRY
-            && !self.may_follow_at_once()
-        {
-            // Nothing to resume from: what the server sends while this
-            // stream is away is lost to it for good. An accepted connection
-            // that lived that long is followed after that long, as upstream's
-            // client does, so a proxy's churn costs it no more than it costs
-            // upstream; a shorter one backs off below, as any failure does,
-            // and one that lived a second or brought news goes on at once.
-            self.state = State::Backoff(CURSORLESS_RETRY);
-            return None;
-        }
         if self.cursor.is_some() {
             self.transport_failures += 1;
             if self.transport_failures >= self.config.max_transport_failures.max(1) {
@@ -219,11 +205,17 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
                 // connection that broke brought nothing in under a second
                 // (copies, an instant break), or ended a quiet run.
                 let at_once = !matches!(last, Attempt::Transport(_)) || self.may_follow_at_once();
+                // Nothing to resume from: what the server sends while this
+                // stream is away is lost to it for good (see
+                // `CURSORLESS_RETRY`), so its first breaks wait little.
+                let quick = self.cursor.is_none()
+                    && self.scope == StreamScope::Standalone
+                    && matches!(last, Attempt::Transport(_))
+                    && self.quick_retries < CURSORLESS_BUDGET;
                 let delay = match self.failures {
                     0 if at_once => self.quiet_wait(),
-                    // See `CURSORLESS_RETRY`: the first such break, however
-                    // short, waits as little; the next ones back off.
-                    0 if self.cursor.is_none() && self.scope == StreamScope::Standalone => {
+                    _ if quick => {
+                        self.quick_retries += 1;
                         CURSORLESS_RETRY
                     }
                     0 => MIN_DELAY,

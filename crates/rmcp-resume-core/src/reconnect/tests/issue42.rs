@@ -554,37 +554,40 @@ async fn conflicts_on_the_standalone_stream_are_waited_out() {
     );
 }
 
-#[tokio::test(start_paused = true)]
-async fn a_cursorless_standalone_stream_cut_early_is_back_as_soon_as_upstreams() {
-    // Found by the peer matrix's churn cell with standalone notifications
-    // (TypeScript SDK 2.4.0, 2026-12-06): a fresh standalone stream cut
-    // after a few hundred milliseconds with nothing delivered waited 1 s
-    // before its next `GET` (and the policy's backoff after the next).
-    // Holding no cursor, it lost for good the notifications the server sent
-    // meanwhile, where upstream's client, back in 200 ms, lost none. Each
-    // accepted connection that lived 200 ms is now followed after 200 ms:
-    // down at most half the time, at most 2.5 `GET`s a second.
-    let cut = Duration::from_millis(300);
-    let (script, log) = Script::new(vec![], || {
-        Answer::BreakAfter(vec![], Duration::from_millis(300))
-    });
-    // The fresh stream the application opened: cut with nothing delivered.
-    let first = futures::stream::once(async move {
-        tokio::time::sleep(cut).await;
+/// A standalone stream's first connection, which the application opened:
+/// cut after `after` with nothing delivered.
+fn cut_after_opening(after: Duration) -> SseFrames {
+    futures::stream::once(async move {
+        tokio::time::sleep(after).await;
         let reset = std::io::Error::from(std::io::ErrorKind::ConnectionReset);
         Err(sse_stream::Error::Body(Box::new(reset)))
     })
-    .boxed();
+    .boxed()
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_cursorless_standalone_stream_cut_early_is_back_in_200_ms_eight_times_then_backs_off() {
+    // Found by the peer matrix's churn cell with standalone notifications
+    // (TypeScript SDK 2.4.0, 2026-12-06): a fresh standalone stream cut
+    // after a few hundred milliseconds with nothing delivered waited 1 s,
+    // then the policy's backoff, before its next `GET`. Holding no cursor,
+    // it lost for good the notifications the server sent meanwhile, where
+    // upstream's client, back at once, lost none. Its first 8 breaks since
+    // progress now wait 200 ms; later ones the policy's delay, so a server
+    // that cuts every such stream gets 8 quick `GET`s, not a loop.
+    let (script, log) = Script::new(vec![], || {
+        Answer::BreakAfter(vec![], Duration::from_millis(300))
+    });
     // The log's clock starts with the script, before the first connection.
     let stream = resuming_sse_stream(
-        Some(first),
+        Some(cut_after_opening(Duration::from_millis(300))),
         None,
         script,
         StreamScope::Standalone,
         old_line_default(),
         ResumeConfig::default(),
     );
-    let (_, error) = read_for(stream, Duration::from_secs(60)).await;
+    let (_, error) = read_for(stream, HOUR).await;
     assert!(error.is_none(), "{error:?}");
     let entries = log.entries();
     let back = entries.first().map(|(at, _)| *at);
@@ -595,20 +598,42 @@ async fn a_cursorless_standalone_stream_cut_early_is_back_as_soon_as_upstreams()
         log.gaps()
     );
     let gaps = log.gaps();
+    let quick = Duration::from_millis(500);
     assert!(
-        gaps.iter().all(|gap| *gap == Duration::from_millis(500)),
-        "each 300 ms connection followed after 200 ms: {gaps:?}"
+        gaps.iter().take(7).all(|gap| *gap == quick) && gaps.get(7).is_some_and(|gap| *gap > quick),
+        "8 quick retries in all, then the policy: {:?}",
+        &gaps[..gaps.len().min(12)]
     );
+    // The policy's backoff up to `max_delay` (30 s): about 120 an hour.
+    assert!(entries.len() <= 140, "{} GETs in an hour", entries.len());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_cursorless_standalone_stream_s_quick_retries_count_toward_max_times() {
+    // The quick retries are failures like any other: a policy of 3 ends
+    // the stream after 3 breaks without progress, 200 ms apart or not.
+    let (script, log) = Script::new(vec![], || {
+        Answer::BreakAfter(vec![], Duration::from_millis(300))
+    });
+    let stream = resuming_sse_stream(
+        Some(cut_after_opening(Duration::from_millis(300))),
+        None,
+        script,
+        StreamScope::Standalone,
+        fixed(Some(3), 10_000),
+        ResumeConfig::default(),
+    );
+    let (_, error) = read_for(stream, Duration::from_secs(600)).await;
+    assert!(error.is_some(), "the policy's count ran out");
+    assert!(log.entries().len() <= 3, "{} GETs", log.entries().len());
 }
 
 #[tokio::test(start_paused = true)]
 async fn a_cursorless_standalone_stream_cut_at_once_still_backs_off() {
-    // The other side of the rule above: a server that accepts every fresh
-    // standalone `GET` and breaks it at once gets 200 ms once (the first
-    // break since progress, which a proxy's churn may make as short), then
-    // the policy's backoff, not a `GET` every 200 ms: 2 s, 4 s, … up to
-    // `max_delay` (30 s), about 24 in 10 minutes where a `GET` every 200 ms
-    // would make 3,000.
+    // The other side: a server that accepts every fresh standalone `GET`
+    // and breaks it at once gets 8 quick retries, then the policy's
+    // backoff: 2 s, 4 s, … up to `max_delay` (30 s), about 30 in 10
+    // minutes where a `GET` every 200 ms would make 3,000.
     let (script, log) = Script::new(vec![], || Answer::Break(vec![]));
     let stream = resuming_sse_stream(
         None,
@@ -621,5 +646,5 @@ async fn a_cursorless_standalone_stream_cut_at_once_still_backs_off() {
     let (_, error) = read_for(stream, Duration::from_secs(600)).await;
     assert!(error.is_none(), "{error:?}");
     let gets = log.entries().len();
-    assert!(gets <= 25, "{gets} GETs in 10 minutes: {:?}", log.gaps());
+    assert!(gets <= 33, "{gets} GETs in 10 minutes: {:?}", log.gaps());
 }
