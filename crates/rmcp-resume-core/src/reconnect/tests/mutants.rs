@@ -252,3 +252,116 @@ async fn after_an_unnumbered_response_the_stream_ends_with_its_connection() {
         log.entries()
     );
 }
+
+/// Ids the server has not vouched for are opaque: an event that repeats
+/// the last id (the cursor) is a copy and is dropped, even when its data
+/// differs from the first (so the set of delivered events cannot be what
+/// drops it).
+#[tokio::test(start_paused = true)]
+async fn an_unvouched_repeat_of_the_cursor_with_other_data_is_dropped() {
+    let (script, _) = Script::new(vec![], || Answer::Stall(vec![]));
+    let first = futures::stream::iter([
+        Ok(message(
+            "a",
+            r#"{"jsonrpc":"2.0","method":"x","params":{"n":1}}"#,
+        )),
+        Ok(message(
+            "a",
+            r#"{"jsonrpc":"2.0","method":"x","params":{"n":2}}"#,
+        )),
+        Ok(message(
+            "b",
+            r#"{"jsonrpc":"2.0","method":"x","params":{"n":3}}"#,
+        )),
+    ])
+    .chain(futures::stream::pending())
+    .boxed();
+    let stream = resuming_sse_stream(
+        Some(first),
+        None,
+        script,
+        StreamScope::Standalone,
+        fixed(None, 10),
+        ResumeConfig::default(),
+    );
+    let (messages, error) = read_for(stream, Duration::from_secs(5)).await;
+    assert!(error.is_none(), "{error:?}");
+    let data: Vec<_> = messages.iter().filter_map(|m| m.data.clone()).collect();
+    assert_eq!(ids(&messages), ["a", "b"], "{data:?}");
+    assert!(data[0].contains(r#""n":1"#), "{data:?}");
+}
+
+/// The INFO lines logged while a closure's future runs, by message.
+#[derive(Clone, Default)]
+struct Infos(Arc<Mutex<Vec<String>>>);
+
+impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Infos {
+    fn on_event(&self, event: &tracing::Event<'_>, _: tracing_subscriber::layer::Context<'_, S>) {
+        struct Message(String);
+        impl tracing::field::Visit for Message {
+            fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+                if field.name() == "message" {
+                    self.0 = format!("{value:?}");
+                }
+            }
+        }
+        if *event.metadata().level() != tracing::Level::INFO {
+            return;
+        }
+        let mut message = Message(String::new());
+        event.record(&mut message);
+        if let Ok(mut lines) = self.0.lock() {
+            lines.push(message.0);
+        }
+    }
+}
+
+/// A resume the client takes on trust (opaque ids, no acknowledgement) is
+/// said at INFO; one the ids prove (the cursor's successor, under rmcp's
+/// rules) says nothing.
+#[tokio::test(start_paused = true)]
+async fn only_a_resume_taken_on_trust_is_said_at_info() {
+    use tracing_subscriber::layer::SubscriberExt;
+    for (config, cursor, frames, said) in [
+        (
+            ResumeConfig::default(),
+            "opaque-1",
+            vec![progress("opaque-2", 1), response("opaque-3")],
+            true,
+        ),
+        (
+            ResumeConfig::default().with_id_rules(IdRules::Rmcp),
+            "3/1",
+            vec![progress("4/1", 1), response("5/1")],
+            false,
+        ),
+    ] {
+        let infos = Infos::default();
+        let _default =
+            tracing::subscriber::set_default(tracing_subscriber::registry().with(infos.clone()));
+        let (script, log) = Script::new(vec![Answer::Frames(frames)], || Answer::Hang);
+        let stream = resuming_sse_stream(
+            None,
+            cut_after(cursor),
+            script,
+            StreamScope::Request,
+            fixed(Some(3), 10),
+            config,
+        );
+        let (delivered, error) = drain(stream).await;
+        assert!(error.is_none(), "{error:?}");
+        assert_eq!(
+            delivered.len(),
+            2,
+            "{cursor}: the progress and the response"
+        );
+        assert_eq!(log.entries().len(), 1, "{cursor}: one resume");
+        let lines = infos.0.lock().map(|l| l.clone()).unwrap_or_default();
+        let expected: &[&str] = if said {
+            &["resumed without proof of continuity"]
+        } else {
+            &[]
+        };
+        assert_eq!(lines, expected, "{cursor}");
+    }
+}
