@@ -365,3 +365,34 @@ async fn only_a_resume_taken_on_trust_is_said_at_info() {
         assert_eq!(lines, expected, "{cursor}");
     }
 }
+
+/// A discontinuity reads as one line an application can log: the stream,
+/// the cursor (or `-`), the reason, and the lost events where known.
+#[test]
+fn a_discontinuity_reads_as_one_line() {
+    use crate::resumption::{LostRange, RmcpEventId};
+    let after = RmcpEventId {
+        index: 3,
+        stream: None,
+    };
+    let gap = Discontinuity {
+        cursor: Some("3".to_owned()),
+        reason: "a gap".to_owned(),
+        lost: LostRange::between(after, 6),
+        stream: StreamScope::Standalone,
+    };
+    assert_eq!(
+        gap.to_string(),
+        "standalone stream lost events after cursor 3: a gap (lost 4..=5 (2 events))"
+    );
+    let request = Discontinuity {
+        cursor: None,
+        lost: None,
+        stream: StreamScope::Request,
+        ..gap
+    };
+    assert_eq!(
+        request.to_string(),
+        "request stream lost events after cursor -: a gap"
+    );
+}
