@@ -396,3 +396,35 @@ fn a_discontinuity_reads_as_one_line() {
         "request stream lost events after cursor -: a gap"
     );
 }
+
+/// Each setter sets its own knob, and keeps the others set before it.
+#[test]
+fn each_setter_sets_its_knob_and_keeps_the_rest() {
+    let s = Duration::from_secs;
+    let idle = IdleTimeout::new(s(90), Some(s(15)), s(30)).expect("a valid idle timeout");
+    let config = ResumeConfig::default()
+        .with_unproven(crate::resumption::UnprovenPolicy::Strict)
+        .with_max_failed_resumes(11)
+        .with_max_transport_failures(12)
+        .with_conflict_wait(s(13))
+        .with_idle_timeout(idle)
+        .on_discontinuity(|_| {})
+        .with_id_rules(IdRules::Rmcp)
+        .with_connect_timeout(s(14))
+        .with_silent_resume_timeout(s(15))
+        .with_resume_deadline(s(16))
+        .with_max_delay(s(17))
+        .with_answer_wait(s(18));
+    assert_eq!(config.unproven, crate::resumption::UnprovenPolicy::Strict);
+    assert_eq!(config.max_failed_resumes, 11);
+    assert_eq!(config.max_transport_failures, 12);
+    assert_eq!(config.conflict_wait, s(13));
+    assert_eq!(config.idle_timeout(), Some(s(90)));
+    assert!(config.on_discontinuity.is_some());
+    assert_eq!(config.id_rules, IdRules::Rmcp);
+    assert_eq!(config.connect_timeout, s(14));
+    assert_eq!(config.silent_resume_timeout, s(15));
+    assert_eq!(config.resume_deadline, s(16));
+    assert_eq!(config.max_delay, s(17));
+    assert_eq!(config.answer_wait, s(18));
+}
