@@ -428,3 +428,27 @@ fn each_setter_sets_its_knob_and_keeps_the_rest() {
     assert_eq!(config.max_delay, s(17));
     assert_eq!(config.answer_wait, s(18));
 }
+
+/// A config's Debug names every knob with its value (the observer as
+/// whether there is one), so that a logged config says what was in force.
+#[test]
+fn a_configs_debug_names_every_knob() {
+    let debug = format!("{:?}", ResumeConfig::default());
+    assert!(debug.starts_with("ResumeConfig {"), "{debug}");
+    for knob in [
+        "unproven: Lenient",
+        "max_failed_resumes: 3",
+        "max_transport_failures: 5",
+        "conflict_wait: 120s",
+        "idle_timeout: None",
+        "on_discontinuity: false",
+        "id_rules: WhenVouched",
+        "connect_timeout: 30s",
+        "silent_resume_timeout: 10s",
+        "resume_deadline: 120s",
+        "max_delay: 30s",
+        "answer_wait: 10ms",
+    ] {
+        assert!(debug.contains(knob), "{knob} in {debug}");
+    }
+}
