@@ -452,3 +452,84 @@ fn a_configs_debug_names_every_knob() {
         assert!(debug.contains(knob), "{knob} in {debug}");
     }
 }
+
+/// The kind a caller matches on, for each way a resume can fail (the table
+/// in `ResumeFailureKind`'s docs), directly and as the last of exhausted
+/// attempts; and the JSON-RPC code it travels under.
+#[test]
+fn each_failed_resume_has_its_documented_kind() {
+    use crate::resumption::{EventCursor, LostRange, RmcpEventId};
+    let cursor = EventCursor::parse("3/1").expect("an rmcp id");
+    let later = EventCursor::parse("6/1").expect("an rmcp id");
+    let lost = LostRange::between(RmcpEventId::on_request_stream(3, 1), 6).expect("4..=5");
+    let status = http::StatusCode::BAD_REQUEST;
+    let cases = [
+        (
+            ResumptionError::SessionRecreated {
+                cursor: cursor.clone(),
+            },
+            ResumeFailureKind::SessionLost,
+        ),
+        (
+            ResumptionError::EmptyStream {
+                cursor: cursor.clone(),
+            },
+            ResumeFailureKind::Exhausted,
+        ),
+        (
+            ResumptionError::Unproven {
+                cursor: cursor.clone(),
+            },
+            ResumeFailureKind::Exhausted,
+        ),
+        (
+            ResumptionError::NotHonoured {
+                cursor: cursor.clone(),
+                floor: None,
+            },
+            ResumeFailureKind::Refused,
+        ),
+        (
+            ResumptionError::Status {
+                cursor: cursor.clone(),
+                status,
+            },
+            ResumeFailureKind::Refused,
+        ),
+        (
+            ResumptionError::BelowFloor {
+                cursor: cursor.clone(),
+                floor: later.clone(),
+                lost,
+            },
+            ResumeFailureKind::Lost,
+        ),
+        (
+            ResumptionError::Discontinuous {
+                cursor: cursor.clone(),
+                got: later.clone(),
+            },
+            ResumeFailureKind::Lost,
+        ),
+    ];
+    for (error, kind) in cases {
+        let direct = ResumeFailure::of(&ResumeStreamError::<Status>::Resumption(error.clone()));
+        assert_eq!(direct.kind, kind, "{error}");
+        assert_eq!(direct.cursor.as_deref(), Some("3/1"), "{error}");
+        let exhausted = ResumeFailure::of(&ResumeStreamError::<Status>::Exhausted {
+            attempts: 4,
+            cursor: Some("3/1".to_owned()),
+            last: Box::new(Attempt::Resumption(error.clone())),
+        });
+        assert_eq!(exhausted.kind, kind, "exhausted after {error}");
+        assert_eq!(exhausted.attempts, Some(4), "{error}");
+    }
+    // The code is the wire's: a peer's error with -32000 and the data reads
+    // back; the code is not merely this crate's constant.
+    assert_eq!(RESUME_FAILED_CODE, -32000);
+    let data = ResumeFailure::not_resumable().to_data();
+    assert_eq!(
+        ResumeFailure::from_error(-32000, Some(&data)).map(|f| f.kind),
+        Some(ResumeFailureKind::NotResumable)
+    );
+}
