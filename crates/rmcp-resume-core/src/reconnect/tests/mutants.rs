@@ -533,3 +533,66 @@ fn each_failed_resume_has_its_documented_kind() {
         Some(ResumeFailureKind::NotResumable)
     );
 }
+
+/// A vouched server's silent resume is a failure, so its wait is cut short
+/// by the request's deadline: the request fails at the deadline, not after
+/// a whole silence past it.
+#[tokio::test(start_paused = true)]
+async fn a_vouched_silence_is_cut_short_by_the_deadline() {
+    let (script, log) = Script::new(vec![], || Answer::Stall(vec![]));
+    let config = ResumeConfig::default()
+        .with_id_rules(IdRules::Rmcp)
+        .with_silent_resume_timeout(Duration::from_secs(10))
+        .with_resume_deadline(Duration::from_secs(5));
+    let stream = resuming_sse_stream(
+        None,
+        cut_after("3/1"),
+        script,
+        StreamScope::Request,
+        fixed(None, 1000),
+        config,
+    );
+    let start = Instant::now();
+    let (_, error) = drain(stream).await;
+    // The deadline runs from the resume's start: its silence is waited on
+    // for the deadline's 5 s, not the silence timeout's 10 s.
+    assert!(
+        matches!(error, Some(ResumeStreamError::Exhausted { .. })),
+        "{error:?}"
+    );
+    assert_eq!(log.entries().len(), 1, "{:?}", log.entries());
+    assert_eq!(start.elapsed(), Duration::from_secs(5));
+}
+
+/// A vouched server's silent resume is waited on for the silence timeout
+/// alone, however many quiet connections came before it (that spacing is
+/// for servers that never vouched, whose silence is a call at work).
+#[tokio::test(start_paused = true)]
+async fn a_vouched_silence_is_not_lengthened_by_a_quiet_run() {
+    // Each resume is acknowledged and held 6 s, then breaks: a quiet run;
+    // then a resume that says nothing.
+    let held = || Answer::BreakAfter(vec![notice("1", None, true)], Duration::from_secs(6));
+    let (script, log) = Script::new(vec![held(), held(), Answer::Stall(vec![])], || {
+        Answer::Stall(vec![])
+    });
+    let config = ResumeConfig::default()
+        .with_id_rules(IdRules::Rmcp)
+        .with_silent_resume_timeout(Duration::from_secs(10));
+    let stream = resuming_sse_stream(
+        Some(opened(vec![list_changed("1")])),
+        None,
+        script,
+        StreamScope::Standalone,
+        fixed(None, 1000),
+        config,
+    );
+    let (_, error) = read_for(stream, Duration::from_secs(60)).await;
+    assert!(error.is_none(), "{error:?}");
+    // Held 6 s twice; then 10 s of silence and the policy's 1 s.
+    let gaps = log.gaps();
+    assert_eq!(
+        gaps.get(..3),
+        Some(&[6, 6, 11].map(Duration::from_secs)[..]),
+        "{gaps:?}"
+    );
+}
