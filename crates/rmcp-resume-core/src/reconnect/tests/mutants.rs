@@ -596,3 +596,29 @@ async fn a_vouched_silence_is_not_lengthened_by_a_quiet_run() {
         "{gaps:?}"
     );
 }
+
+/// A resume whose only message is a copy of the cursor's event (upstream
+/// replays it first) has been heard: the server attached it, and its
+/// quiet after is a call at work, waited on, not a silent resume to
+/// refresh.
+#[tokio::test(start_paused = true)]
+async fn a_resume_that_repeats_the_cursors_event_has_been_heard() {
+    let (script, log) = Script::new(vec![Answer::Stall(vec![progress("3/1", 3)])], || {
+        Answer::Stall(vec![])
+    });
+    let stream = resuming_sse_stream(
+        None,
+        cut_after("3/1"),
+        script,
+        StreamScope::Request,
+        fixed(None, 10),
+        ResumeConfig::default().with_silent_resume_timeout(Duration::from_secs(2)),
+    );
+    let (messages, error) = read_for(stream, Duration::from_secs(60)).await;
+    assert!(error.is_none(), "{error:?}");
+    assert!(
+        messages.is_empty(),
+        "the copy is not delivered: {messages:?}"
+    );
+    assert_eq!(log.entries().len(), 1, "refreshed: {:?}", log.entries());
+}
