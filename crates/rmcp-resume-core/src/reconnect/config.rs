@@ -355,6 +355,7 @@ impl fmt::Debug for ResumeConfig {
             .field("silent_resume_timeout", &self.silent_resume_timeout)
             .field("resume_deadline", &self.resume_deadline)
             .field("max_delay", &self.max_delay)
+            .field("answer_wait", &self.answer_wait)
             .finish()
     }
 }

@@ -205,3 +205,37 @@ async fn the_rest_of_an_answered_stream_is_read_to_its_end_within_the_limit() {
         assert_eq!(ended.load(Ordering::SeqCst), read_to_end, "gap {gap} ms");
     }
 }
+
+/// A stream handed back says how many items it holds: those read, plus
+/// what the rest says of itself.
+#[tokio::test(start_paused = true)]
+async fn a_handed_back_stream_counts_what_it_read_and_what_is_left() {
+    let items = [Kind::Other, Kind::Skip, Kind::Answer(1)];
+    let stream = futures::stream::iter(items.iter().map(frame).collect::<Vec<_>>());
+    let early = answer_within(stream, Duration::from_secs(1), classify).await;
+    let EarlyAnswer::Streaming(rest) = early else {
+        panic!("answered past a message that is not the answer");
+    };
+    assert_eq!(rest.size_hint(), (3, Some(3)));
+    assert_eq!(rest.count().await, 3);
+}
+
+/// How each ending reads in a log line: the answer itself, or how many
+/// frames were read before the stream was handed back.
+#[tokio::test(start_paused = true)]
+async fn an_early_answer_says_what_it_holds_in_debug() {
+    let answered = answer_within(
+        futures::stream::iter([frame(&Kind::Skip), frame(&Kind::Answer(7))]),
+        Duration::from_secs(1),
+        classify,
+    )
+    .await;
+    assert_eq!(format!("{answered:?}"), "Answered(7)");
+    let streaming = answer_within(
+        futures::stream::iter([frame(&Kind::Skip), frame(&Kind::Other)]),
+        Duration::from_secs(1),
+        classify,
+    )
+    .await;
+    assert_eq!(format!("{streaming:?}"), "Streaming { read: 2, .. }");
+}

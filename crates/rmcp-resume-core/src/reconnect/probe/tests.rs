@@ -231,3 +231,23 @@ proptest! {
         prop_assert_eq!(is_response(&frame(&near)), reference(&near), "{}", near);
     }
 }
+
+/// A repeated `method`, even a null one each time, is no response (as
+/// `serde_json` reads a struct with a repeated field): by the byte scan,
+/// and by the `serde_json` scan where a key's escape leaves it the frame.
+#[test]
+fn a_repeated_null_method_is_not_a_response() {
+    for data in [
+        r#"{"id":1,"method":null,"method":null}"#,
+        r#"{"method":null,"id":1,"method":null,"result":{}}"#,
+        r#"{"id":1,"method":null,"\u006dethod":null}"#,
+    ] {
+        assert!(!is_response(&frame(data)), "{data}");
+        assert!(!reference(data), "reference: {data}");
+        assert!(!scanned(data), "serde_json: {data}");
+    }
+    assert_eq!(
+        bytes::verdict(br#"{"id":1,"method":null,"method":null}"#),
+        Some(false)
+    );
+}
