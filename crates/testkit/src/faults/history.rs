@@ -389,20 +389,15 @@ impl Recorder {
                 ..
             } if event.as_deref() != Some("mcp-replay") => {
                 let (index, _) = parse_id(id)?;
-                let top = tops.insert(chain, index);
-                match top {
-                    Some(top) if index > top.saturating_add(1) => Some(Question::Skipped {
-                        chain,
-                        received: t,
-                        from: top + 1,
-                        to: index - 1,
-                    }),
-                    Some(top) if top > index => {
-                        tops.insert(chain, top);
-                        None
-                    }
-                    _ => None,
-                }
+                let top = tops.get(&chain).copied();
+                tops.insert(chain, top.map_or(index, |top| top.max(index)));
+                let top = top.filter(|top| index > top.saturating_add(1))?;
+                Some(Question::Skipped {
+                    chain,
+                    received: t,
+                    from: top + 1,
+                    to: index - 1,
+                })
             }
             _ => None,
         }

@@ -554,15 +554,34 @@ async fn conflicts_on_the_standalone_stream_are_waited_out() {
     );
 }
 
-/// A standalone stream's first connection, which the application opened:
-/// cut after `after` with nothing delivered.
-fn cut_after_opening(after: Duration) -> SseFrames {
-    futures::stream::once(async move {
-        tokio::time::sleep(after).await;
+/// A standalone stream without ids whose every connection, the one the
+/// application opened included, is cut 300 ms in with nothing delivered;
+/// the log's clock starts before the first connection.
+fn every_connection_cut_after_300_ms(
+    policy: Arc<dyn RetryPolicy>,
+) -> (
+    impl futures::Stream<Item = Result<Sse, ResumeStreamError<Status>>>,
+    Log,
+) {
+    let cut = Duration::from_millis(300);
+    let (script, log) = Script::new(vec![], || {
+        Answer::BreakAfter(vec![], Duration::from_millis(300))
+    });
+    let first = futures::stream::once(async move {
+        tokio::time::sleep(cut).await;
         let reset = std::io::Error::from(std::io::ErrorKind::ConnectionReset);
         Err(sse_stream::Error::Body(Box::new(reset)))
     })
-    .boxed()
+    .boxed();
+    let stream = resuming_sse_stream(
+        Some(first),
+        None,
+        script,
+        StreamScope::Standalone,
+        policy,
+        ResumeConfig::default(),
+    );
+    (stream, log)
 }
 
 #[tokio::test(start_paused = true)]
@@ -575,18 +594,7 @@ async fn a_cursorless_standalone_stream_cut_early_is_back_in_200_ms_eight_times_
     // upstream's client, back at once, lost none. Its first 8 breaks since
     // progress now wait 200 ms; later ones the policy's delay, so a server
     // that cuts every such stream gets 8 quick `GET`s, not a loop.
-    let (script, log) = Script::new(vec![], || {
-        Answer::BreakAfter(vec![], Duration::from_millis(300))
-    });
-    // The log's clock starts with the script, before the first connection.
-    let stream = resuming_sse_stream(
-        Some(cut_after_opening(Duration::from_millis(300))),
-        None,
-        script,
-        StreamScope::Standalone,
-        old_line_default(),
-        ResumeConfig::default(),
-    );
+    let (stream, log) = every_connection_cut_after_300_ms(old_line_default());
     let (_, error) = read_for(stream, HOUR).await;
     assert!(error.is_none(), "{error:?}");
     let entries = log.entries();
@@ -612,17 +620,7 @@ async fn a_cursorless_standalone_stream_cut_early_is_back_in_200_ms_eight_times_
 async fn a_cursorless_standalone_stream_s_quick_retries_count_toward_max_times() {
     // The quick retries are failures like any other: a policy of 3 ends
     // the stream after 3 breaks without progress, 200 ms apart or not.
-    let (script, log) = Script::new(vec![], || {
-        Answer::BreakAfter(vec![], Duration::from_millis(300))
-    });
-    let stream = resuming_sse_stream(
-        Some(cut_after_opening(Duration::from_millis(300))),
-        None,
-        script,
-        StreamScope::Standalone,
-        fixed(Some(3), 10_000),
-        ResumeConfig::default(),
-    );
+    let (stream, log) = every_connection_cut_after_300_ms(fixed(Some(3), 10_000));
     let (_, error) = read_for(stream, Duration::from_secs(600)).await;
     assert!(error.is_some(), "the policy's count ran out");
     assert!(log.entries().len() <= 3, "{} GETs", log.entries().len());
