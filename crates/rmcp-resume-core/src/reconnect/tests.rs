@@ -1541,6 +1541,8 @@ mod attack2;
 /// Issue #42, finding 7: blackholed connections, heard through their
 /// keep-alives.
 mod blackhole;
+/// Issue #42: a standalone stream without a cursor, as a property.
+mod cursorless;
 /// The client review's findings (2026-12), one scripted case each.
 mod findings;
 /// Issue #42: every wait ends and every loss is reported, off the request
