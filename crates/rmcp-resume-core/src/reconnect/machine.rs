@@ -41,7 +41,10 @@
 //!
 //! Progress is something new: an event the stream has not delivered (a copy
 //! is dropped, and counts for nothing), the response, or a connection the
-//! server held. A held connection that ends on the cursor it began with
+//! server held. On a standalone stream with no cursor, a message without an
+//! id is new when its data is not among the latest delivered (it is
+//! delivered either way: nothing tells a copy from a notification sent
+//! twice). A held connection that ends on the cursor it began with
 //! resets every count, but lengthens the quiet run, which spaces the next
 //! `GET`s. No connection is followed at once unless it lived a second or
 //! brought something new; a broken one that did neither waits 1 s, except

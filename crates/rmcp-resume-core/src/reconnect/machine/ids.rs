@@ -131,9 +131,29 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
         // Otherwise the worker's reader still hears the server's `retry`
         // (without the id): it paces a reconnect that reader would make of
         // a stream that ends after its response, while it drains it.
-        // A message without an id is not progress: a server that sends one
-        // and closes would otherwise be resumed at its `retry` forever.
+        if sse.id.is_none() && carries_data {
+            self.on_unnamed(sse.data.as_deref().unwrap_or_default());
+        }
         Frame::Pass(sse)
+    }
+
+    /// A message without an id. On a standalone stream that holds no
+    /// cursor it is progress when its data is new to the stream: such a
+    /// stream loses for good what the server sends while it is away, so a
+    /// connection that brought news is followed at once, as one with a new
+    /// id is. A repeat of recent data is no progress, so a server that sends
+    /// the same message and closes gets no loop; it is delivered still, as
+    /// nothing tells it from a notification sent twice. Elsewhere an
+    /// unnamed message is never progress: a request stream without ids
+    /// cannot be resumed at all, and one with a cursor judges ids.
+    fn on_unnamed(&mut self, data: &str) {
+        if self.scope != StreamScope::Standalone || self.cursor.is_some() {
+            return;
+        }
+        if !self.delivered.contains("", data) {
+            self.delivered.insert("", data);
+            self.news();
+        }
     }
 
     pub(super) fn on_notice(&mut self, data: &str) -> Frame<C::Error> {

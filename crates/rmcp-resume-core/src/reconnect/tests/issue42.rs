@@ -646,3 +646,40 @@ async fn a_cursorless_standalone_stream_cut_at_once_still_backs_off() {
     let gets = log.entries().len();
     assert!(gets <= 33, "{gets} GETs in 10 minutes: {:?}", log.gaps());
 }
+
+/// A new id-less notification each time, then a clean close.
+fn a_new_unnamed_message_then_close() -> Answer {
+    static SENT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = SENT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    Answer::Frames(vec![message_without_id(&format!(
+        r#"{{"jsonrpc":"2.0","method":"notifications/message","params":{{"n":{n}}}}}"#
+    ))])
+}
+
+#[tokio::test(start_paused = true)]
+async fn unnamed_messages_on_a_resume_do_not_vouch_for_its_cursor() {
+    // Only a stream that holds no cursor takes a new id-less message for
+    // progress. A resume answered with such messages and closed proves
+    // nothing about the cursor: it fails as an empty one does, the loss is
+    // reported once, and the stream reopens without the cursor.
+    let (config, gaps) = recording(ResumeConfig::default());
+    let (script, log) = Script::new(vec![], a_new_unnamed_message_then_close);
+    let stream = resuming_sse_stream(
+        None,
+        cut_after("41"),
+        script,
+        StreamScope::Standalone,
+        old_line_default(),
+        config,
+    );
+    let (_, error) = read_for(stream, Duration::from_secs(600)).await;
+    assert!(error.is_none(), "{error:?}");
+    let max = ResumeConfig::default().max_failed_resumes;
+    assert_eq!(
+        resumes(&log),
+        max,
+        "GETs with the cursor: {:?}",
+        log.cursors()
+    );
+    assert_eq!(seen(&gaps).len(), 1, "{:?}", seen(&gaps));
+}
