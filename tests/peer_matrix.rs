@@ -113,15 +113,12 @@ impl Shape {
     /// The standalone notifications sent during the shape's cell, spread
     /// over its tools' time (at least 2 s), so that its cuts fall among
     /// them. None through the buffering proxy, which holds a standalone
-    /// stream's response until it ends. None under churn again: with them,
-    /// the clean-clone CI run of 2026-12-06 17:11 failed the rmcp 3.11.0
-    /// churn cell (a call's resume ended before any event, typed), as a
-    /// local run had the 1.8.0 one; not understood, open under issue 42.
-    /// `NO_CHURN_TICKS` says which rows stay without them once they return.
+    /// stream's response until it ends. `NO_CHURN_TICKS` says which rows
+    /// carry none under churn, and why.
     fn ticks(self) -> Option<Ticks> {
         let every = Duration::from_millis(500);
         let span = self.tools_time().max(Duration::from_secs(2));
-        let sent = !matches!(self, Shape::Buffered | Shape::Churn);
+        let sent = !matches!(self, Shape::Buffered);
         sent.then(|| Ticks {
             count: (span.as_millis() / every.as_millis()) as u32,
             every,
@@ -347,6 +344,8 @@ async fn one_cell(
 /// stream the churn happens to cut first, so the two clients' counts say
 /// nothing of the clients.
 const NO_CHURN_TICKS: [(&str, &str); 4] = [
+    ("rmcp-3.11.0", RMCP_CHURN),
+    ("rmcp-0.17.0", RMCP_CHURN),
     (
         "typescript-1.32.2",
         "its example store loses every standalone notification after a standalone resume \
@@ -358,19 +357,22 @@ const NO_CHURN_TICKS: [(&str, &str); 4] = [
          stream to upstream's worker: the two clients' copies went 7-0 and 8-7 in two runs \
          (2026-12-06), a difference of timing, not of the fork's code",
     ),
-    ("typescript-1.32.2-no-store", NO_STORE_CHURN),
-    ("python-2.3.0-no-store", NO_STORE_CHURN),
 ];
 
-/// Why a server without an event store has no ticks under churn: its
-/// standalone stream carries no ids, so each cut loses what the server
-/// sends before the client is back. Upstream's client is back at once; the
-/// fork's waits 200 ms, since issue 42 forbids a reconnect at no delay after
-/// a connection that lived under a second and brought nothing (against the
-/// TypeScript SDK 1.32.2 the fork lost 2 or 3 ticks of 8 in 5 runs of 8,
-/// upstream's none, 2026-12-06).
-const NO_STORE_CHURN: &str = "no event ids: what is sent while a cut standalone stream \
-     reconnects is lost, and the fork reconnects after 200 ms where upstream's client goes at once";
+/// Why upstream rmcp 3.11.0's and 0.17.0's rows have no ticks under churn.
+/// With them, the seeded cuts fall on other connections, and one lands
+/// between the server writing call 1's answer and its delivery (6 of 8
+/// runs, 2026-12-06); those servers then drop the answer with its request
+/// stream (a resume of a finished request stream falls back to the
+/// standalone channel: `resume_or_shadow_common` in 0.17), so no client
+/// can have it. The fork's client failed the call typed (three empty
+/// resumes, or five silent ones), upstream's hung or, cut elsewhere, was
+/// answered. Without ticks, 8 of 8 runs passed. The fork's own server
+/// keeps a finished stream's events for resumes (its row carries ticks).
+const RMCP_CHURN: &str = "the churn's seeded cuts then land between the server writing a call's \
+     answer and its delivery, and upstream rmcp's server drops a finished request stream with \
+     its answer: the fork's client failed the call typed, upstream's hung (6 of 8 runs, \
+     2026-12-06)";
 
 /// Why upstream rmcp's servers have no `poll` cell.
 const RMCP_NO_POLL: &str = "no API for a tool to close its own request stream: upstream's `close_sse_stream` takes the transport's internal HTTP request number, which a handler is never given";
