@@ -361,18 +361,19 @@ const NO_CHURN_TICKS: [(&str, &str); 4] = [
 
 /// Why upstream rmcp 3.11.0's and 0.17.0's rows have no ticks under churn.
 /// With them, the seeded cuts fall on other connections, and one lands
-/// between the server writing call 1's answer and its delivery (6 of 8
-/// runs, 2026-12-06); those servers then drop the answer with its request
-/// stream (a resume of a finished request stream falls back to the
-/// standalone channel: `resume_or_shadow_common` in 0.17), so no client
-/// can have it. The fork's client failed the call typed (three empty
-/// resumes, or five silent ones), upstream's hung or, cut elsewhere, was
-/// answered. Without ticks, 8 of 8 runs passed. The fork's own server
-/// keeps a finished stream's events for resumes (its row carries ticks).
+/// between the server writing call 1's answer and its delivery; those
+/// servers then drop the answer with its request stream (a resume of a
+/// finished request stream falls back to the standalone channel:
+/// `resume_or_shadow_common` in 0.17), so no client can have it. The
+/// fork's client failed the call typed (three empty resumes, or five
+/// silent ones); upstream's hung, or, its cuts elsewhere, was answered.
+/// With ticks the cell failed 5 of 6 runs on 0.17.0 and 2 of 5 on 3.11.0;
+/// without, 4 of 4 passed on each (2026-12-06). The fork's own server keeps
+/// a finished stream's events for resumes, and its row carries ticks.
 const RMCP_CHURN: &str = "the churn's seeded cuts then land between the server writing a call's \
      answer and its delivery, and upstream rmcp's server drops a finished request stream with \
-     its answer: the fork's client failed the call typed, upstream's hung (6 of 8 runs, \
-     2026-12-06)";
+     its answer: the fork's client failed the call typed, upstream's hung or was answered \
+     (0.17.0: 5 of 6 runs failed, 3.11.0: 2 of 5; none without ticks, 2026-12-06)";
 
 /// Why upstream rmcp's servers have no `poll` cell.
 const RMCP_NO_POLL: &str = "no API for a tool to close its own request stream: upstream's `close_sse_stream` takes the transport's internal HTTP request number, which a handler is never given";
