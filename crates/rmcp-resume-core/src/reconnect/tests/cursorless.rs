@@ -58,6 +58,9 @@ enum Conn {
     /// 200, the data of the first event the server sent again (or of a
     /// message never sent before, if none was), then a break after `life`.
     Copy { life: Duration },
+    /// 200, a frame with empty data and no id, then a break after `life`:
+    /// nothing for the application, and no news.
+    Blank { life: Duration },
     /// An HTTP error.
     Status(u16),
 }
@@ -67,13 +70,14 @@ impl Conn {
         match self {
             Self::Break { events, .. } | Self::Close { events } => usize::from(*events),
             Self::Copy { .. } => 1,
+            Self::Blank { .. } => 0,
             Self::Status(_) => 0,
         }
     }
 
     fn life(&self) -> Duration {
         match self {
-            Self::Break { life, .. } | Self::Copy { life } => *life,
+            Self::Break { life, .. } | Self::Copy { life } | Self::Blank { life } => *life,
             Self::Close { .. } | Self::Status(_) => Duration::ZERO,
         }
     }
@@ -142,6 +146,9 @@ fn conn() -> impl Strategy<Value = Conn> {
         2 => (1u8..4, 0u64..1_500).prop_map(|(events, ms)| Conn::Break { events, life: Duration::from_millis(ms) }),
         1 => (0u64..7_000).prop_map(|ms| Conn::Break { events: 0, life: Duration::from_millis(ms) }),
         1 => (0u8..3).prop_map(|events| Conn::Close { events }),
+        1 => (0u64..1_000).prop_map(|ms| Conn::Blank {
+            life: Duration::from_millis(ms)
+        }),
         2 => (0u64..1_000).prop_map(|ms| Conn::Copy {
             life: Duration::from_millis(ms)
         }),
@@ -184,6 +191,12 @@ fn frames(conns: &[Conn]) -> Vec<Vec<Sse>> {
                 next = next.max(1);
                 vec![unnamed(0)]
             }
+            Conn::Blank { .. } => vec![Sse {
+                event: None,
+                data: Some(String::new()),
+                id: None,
+                retry: None,
+            }],
             conn => {
                 let events: Vec<Sse> = (next..next + conn.events()).map(unnamed).collect();
                 next += conn.events();
@@ -200,7 +213,9 @@ fn answers(conns: &[Conn]) -> Vec<Answer> {
         .iter()
         .zip(frames(conns))
         .map(|(conn, frames)| match conn {
-            Conn::Break { life, .. } | Conn::Copy { life } => Answer::BreakAfter(frames, *life),
+            Conn::Break { life, .. } | Conn::Copy { life } | Conn::Blank { life } => {
+                Answer::BreakAfter(frames, *life)
+            }
             Conn::Close { .. } => Answer::Frames(frames),
             Conn::Status(status) => Answer::Status(*status),
         })
@@ -281,6 +296,7 @@ fn check(case: &Case) -> Result<(), TestCaseError> {
         .into_iter()
         .flatten()
         .map(|sse| sse.data)
+        .filter(|data| data.as_deref().is_some_and(|d| !d.is_empty()))
         .collect();
     let got: Vec<Option<String>> = delivered.into_iter().map(|sse| sse.data).collect();
     prop_assert_eq!(got, expected, "events delivered");
