@@ -362,9 +362,12 @@ const NO_CHURN_TICKS: [(&str, &str); 4] = [
 /// Why upstream rmcp 3.11.0's and 0.17.0's rows have no ticks under churn.
 /// With them, the seeded cuts fall on other connections, and one lands
 /// between the server writing call 1's answer and its delivery; those
-/// servers then drop the answer with its request stream (a resume of a
-/// finished request stream falls back to the standalone channel:
-/// `resume_or_shadow_common` in 0.17), so no client can have it. The
+/// servers then drop the answer with its request stream (3.11.0 removes
+/// the stream's route as its answer is sent and answers a resume with an
+/// empty `200`; 0.17.0 unregisters it, and a resume falls back to the
+/// standalone channel, `resume_or_shadow_common`), so no client can have
+/// it. Another seed could hit it without ticks too; and without ticks these
+/// rows do not check the standalone streams those servers give a resume. The
 /// fork's client failed the call typed (three empty resumes, or five
 /// silent ones); upstream's hung, or, its cuts elsewhere, was answered.
 /// With ticks the cell failed 5 of 6 runs on 0.17.0 and 2 of 5 on 3.11.0;

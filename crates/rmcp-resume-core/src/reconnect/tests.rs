@@ -1051,9 +1051,10 @@ async fn transport_failures_with_one_cursor_are_bounded() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn a_message_without_an_id_is_not_progress() {
+async fn a_repeated_message_without_an_id_is_not_progress() {
     // Each GET delivers the same id-less message and closes: without ids
-    // there is nothing to resume from, and no reason to call it progress.
+    // nothing but its data tells it from the last one, and a repeat is no
+    // progress (a new one is: `cursorless.rs`).
     let (script, log) = Script::new(vec![], || {
         Answer::Frames(vec![message_without_id(
             r#"{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}"#,

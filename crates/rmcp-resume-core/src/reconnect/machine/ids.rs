@@ -131,7 +131,8 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
         // Otherwise the worker's reader still hears the server's `retry`
         // (without the id): it paces a reconnect that reader would make of
         // a stream that ends after its response, while it drains it.
-        if sse.id.is_none() && carries_data {
+        // An empty `id` (handled above) leaves the message without one.
+        if sse.id.as_deref().is_none_or(str::is_empty) && carries_data {
             self.on_unnamed(sse.data.as_deref().unwrap_or_default());
         }
         Frame::Pass(sse)
@@ -143,7 +144,9 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
     /// connection that brought news is followed at once, as one with a new
     /// id is. A repeat of recent data is no progress, so a server that sends
     /// the same message and closes gets no loop; it is delivered still, as
-    /// nothing tells it from a notification sent twice. Elsewhere an
+    /// nothing tells it from a notification sent twice. A server that sends
+    /// different data on every connection and breaks it is followed at once
+    /// each time, as one that sends a new event id is: each brought news. Elsewhere an
     /// unnamed message is never progress: a request stream without ids
     /// cannot be resumed at all, and one with a cursor judges ids.
     fn on_unnamed(&mut self, data: &str) {

@@ -12,10 +12,13 @@
 //!   brought nothing new is never followed by a `GET` at no delay. A
 //!   message whose data repeats one delivered before is nothing new: without
 //!   ids, nothing else tells a copy (`docs/client.md`).
+//! - **Back at once after progress:** a connection that broke after a new
+//!   message, or after being held [`HELD`], is followed at no delay.
 //! - **A bounded burst:** between two signs of progress (a new message, or
-//!   a connection held [`HELD`]), at most [`QUICK`] `GET`s come sooner than a second after
-//!   the connection before them ended, plus one, unless the retry policy
-//!   itself asks for less than a second.
+//!   a connection held [`HELD`]), at most [`QUICK`] `GET`s come sooner than
+//!   a second after the connection before them ended, plus one (a
+//!   connection that lived a second may be followed at once), unless the
+//!   retry policy itself asks for less than a second.
 //! - **Back quickly:** while nothing else came between, the first [`QUICK`]
 //!   breaks under a second since progress are each followed by a `GET`
 //!   within a second: what the server sends meanwhile is lost for good.
@@ -261,7 +264,17 @@ fn check(case: &Case) -> Result<(), TestCaseError> {
         let gap = next.saturating_sub(ended);
         let news = conn.news(!sent_before);
         sent_before |= conn.events() > 0;
+        prop_assert!(gap <= max_delay, "GET {} waited {gap:?}", i + 1);
         if news || conn.life() >= HELD {
+            // Progress: a break after it is followed at once, since what
+            // the server sends meanwhile is lost for good.
+            if matches!(conn, Conn::Break { .. } | Conn::Copy { .. }) {
+                prop_assert!(
+                    gap.is_zero(),
+                    "GET {} waited {gap:?} after connection {i} ({conn:?}) made progress",
+                    i + 1
+                );
+            }
             quick = 0;
             breaks_only = Some(0);
             continue;
@@ -289,7 +302,6 @@ fn check(case: &Case) -> Result<(), TestCaseError> {
                 i + 1
             );
         }
-        prop_assert!(gap <= max_delay, "GET {} waited {gap:?}", i + 1);
     }
 
     let expected: Vec<Option<String>> = frames(&case.conns)

@@ -683,3 +683,53 @@ async fn unnamed_messages_on_a_resume_do_not_vouch_for_its_cursor() {
     );
     assert_eq!(seen(&gaps).len(), 1, "{:?}", seen(&gaps));
 }
+
+/// A new notification without an id (every other one with an empty `id:`
+/// field, which per the SSE spec leaves it without one), then a break
+/// 300 ms in.
+fn a_new_unnamed_message_then_a_cut() -> Answer {
+    static SENT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = SENT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let mut message = message_without_id(&format!(
+        r#"{{"jsonrpc":"2.0","method":"notifications/message","params":{{"n":{n}}}}}"#
+    ));
+    if n % 2 == 1 {
+        message.id = Some(String::new());
+    }
+    Answer::BreakAfter(vec![message], Duration::from_millis(300))
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_cursorless_standalone_stream_cut_after_a_new_notification_is_back_at_once() {
+    // Against a server without an event store, what it sends while the
+    // stream is away is lost for good: a cut after news is followed at
+    // once, as upstream's client follows every cut, whether the message
+    // came with no `id` field or an empty one.
+    let (script, log) = Script::new(vec![], a_new_unnamed_message_then_a_cut);
+    let stream = resuming_sse_stream(
+        None,
+        None,
+        script,
+        StreamScope::Standalone,
+        old_line_default(),
+        ResumeConfig::default(),
+    );
+    let (messages, error) = read_for(stream, Duration::from_secs(10)).await;
+    assert!(error.is_none(), "{error:?}");
+    let gaps = log.gaps();
+    assert!(
+        gaps.len() >= 20,
+        "{} GETs in 10 s: {gaps:?}",
+        gaps.len() + 1
+    );
+    assert!(
+        gaps.iter().all(|gap| *gap == Duration::from_millis(300)),
+        "each GET 300 ms (the connection's life) after the last: {gaps:?}"
+    );
+    assert_eq!(
+        messages.len(),
+        log.entries().len(),
+        "one message a connection"
+    );
+    assert!(log.cursors().iter().all(Option::is_none));
+}
