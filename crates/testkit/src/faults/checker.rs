@@ -510,6 +510,15 @@ pub fn broke_link(faults: &[Applied], slot: usize, client: usize, since: Ms, t: 
     })
 }
 
+/// Whether a fault of Redis that reaches `session`'s keys was under way
+/// between `since` and `t`: a write of the session could not be committed
+/// then.
+fn held_by_redis(faults: &[Applied], session: &str, since: Ms, t: Ms) -> bool {
+    faults
+        .iter()
+        .any(|f| f.touches_keys(session) && f.start < t && f.end >= since)
+}
+
 /// When a chain's events can first have been written: a call's when the
 /// call began; the standalone stream's when the session began.
 fn written_since(chain: &Chain) -> Ms {
@@ -1116,8 +1125,13 @@ fn end_of_chain(
             }
         }
         Outcome::Unconfirmed { why } => {
+            // A broken link to the instance, or Redis unable to take the
+            // session's writes: an instance holds a `POST`'s head until its
+            // call is committed, so an outage of the session's keys can
+            // outlast the client's patience.
             let explained = ending.last_open.is_some_and(|(slot, failed)| {
                 broke_link(faults, slot, chain.client, chain.started, failed + 1)
+                    || held_by_redis(faults, &chain.session, chain.started, failed + 1)
             });
             if !explained {
                 out.push(Anomaly::UnexplainedDrop {
@@ -2109,6 +2123,38 @@ mod tests {
         assert_eq!(found(&dropped, &[kill(1)]), Vec::<&str>::new());
         assert_eq!(found(&dropped, &[kill(0)]), vec!["unexplained-drop"]);
         assert_eq!(found(&dropped, &[]), vec!["unexplained-drop"]);
+        // A primary of the session's slot killed while the POST waited for
+        // its commit explains it; one of another slot, or one healed
+        // before the call began, does not.
+        let primary_kill = |ranges: Vec<(u16, u16)>, start, end| Applied {
+            touched: Some(ranges),
+            ..fault(
+                Fault::PrimaryKill {
+                    pick: 0,
+                    down: Duration::ZERO,
+                },
+                start,
+                end,
+            )
+        };
+        let slot = crate::faults::audit::session_slot("s");
+        let other = if slot < 8_000 {
+            (9_000, 9_100)
+        } else {
+            (0, 100)
+        };
+        assert_eq!(
+            found(&dropped, &[primary_kill(vec![(slot, slot)], 100, 400)]),
+            Vec::<&str>::new()
+        );
+        assert_eq!(
+            found(&dropped, &[primary_kill(vec![other], 100, 400)]),
+            vec!["unexplained-drop"]
+        );
+        assert_eq!(
+            found(&dropped, &[primary_kill(vec![(slot, slot)], 1, 5)]),
+            vec!["unexplained-drop"]
+        );
     }
 
     #[test]
