@@ -37,6 +37,37 @@ fn old_line_default() -> Arc<dyn RetryPolicy> {
     })
 }
 
+/// A standalone stream resuming from cursor `41`, under the old lines'
+/// default policy.
+fn standalone_from_41(
+    script: Script,
+    config: ResumeConfig,
+) -> impl futures::Stream<Item = Result<Sse, ResumeStreamError<Status>>> {
+    resuming_sse_stream(
+        None,
+        cut_after("41"),
+        script,
+        StreamScope::Standalone,
+        old_line_default(),
+        config,
+    )
+}
+
+/// A standalone stream opened without a cursor, under the old lines'
+/// default policy and the default config.
+fn fresh_standalone(
+    script: Script,
+) -> impl futures::Stream<Item = Result<Sse, ResumeStreamError<Status>>> {
+    resuming_sse_stream(
+        None,
+        None,
+        script,
+        StreamScope::Standalone,
+        old_line_default(),
+        ResumeConfig::default(),
+    )
+}
+
 /// How many of `log`'s `GET`s carried a cursor.
 fn resumes(log: &Log) -> usize {
     log.cursors().iter().filter(|c| c.is_some()).count()
@@ -50,14 +81,7 @@ async fn a_standalone_resume_answered_500_is_a_failed_resume_and_reported() {
     let (config, gaps) = recording(ResumeConfig::default());
     let (script, log) = Script::new(vec![], || Answer::Status(500));
     let script = script.with_fresh(|| Answer::Stall(vec![]));
-    let stream = resuming_sse_stream(
-        None,
-        cut_after("41"),
-        script,
-        StreamScope::Standalone,
-        old_line_default(),
-        config,
-    );
+    let stream = standalone_from_41(script, config);
     let (_, error) = read_for(stream, HOUR).await;
     assert!(error.is_none(), "{error:?}");
     let max = ResumeConfig::default().max_failed_resumes;
@@ -111,14 +135,7 @@ async fn a_gateways_5xx_keeps_the_standalone_cursor() {
         ],
         || Answer::Stall(vec![]),
     );
-    let stream = resuming_sse_stream(
-        None,
-        cut_after("41"),
-        script,
-        StreamScope::Standalone,
-        old_line_default(),
-        config,
-    );
+    let stream = standalone_from_41(script, config);
     let (_, error) = read_for(stream, Duration::from_secs(600)).await;
     assert!(error.is_none(), "{error:?}");
     assert_eq!(log.cursors()[..7], vec![cut_after("41"); 7]);
@@ -130,14 +147,7 @@ async fn the_old_lines_default_policy_survives_hours_of_an_unreachable_server() 
     // Finding 2: after about 14 minutes unreachable, the standalone
     // stream's count reached 32 and the old lines' policy overflowed.
     let (script, log) = Script::new(vec![], || Answer::Status(502));
-    let stream = resuming_sse_stream(
-        None,
-        cut_after("41"),
-        script,
-        StreamScope::Standalone,
-        old_line_default(),
-        ResumeConfig::default(),
-    );
+    let stream = standalone_from_41(script, ResumeConfig::default());
     let (_, error) = read_for(stream, 2 * HOUR).await;
     assert!(error.is_none(), "{error:?}");
     let gaps = log.gaps();
@@ -162,14 +172,7 @@ async fn a_long_lived_fresh_standalone_stream_reconnects_at_once_every_time() {
     let (script, log) = Script::new(vec![], || {
         Answer::BreakAfter(vec![], Duration::from_secs(60))
     });
-    let stream = resuming_sse_stream(
-        None,
-        None,
-        script,
-        StreamScope::Standalone,
-        old_line_default(),
-        ResumeConfig::default(),
-    );
+    let stream = fresh_standalone(script);
     // The opening `GET` (which this stream stands for) failed: its retry is
     // the policy's first delay, 1 s in.
     let (_, error) = read_for(stream, Duration::from_secs(630)).await;
@@ -633,14 +636,7 @@ async fn a_cursorless_standalone_stream_cut_at_once_still_backs_off() {
     // backoff: 2 s, 4 s, … up to `max_delay` (30 s), about 30 in 10
     // minutes where a `GET` every 200 ms would make 3,000.
     let (script, log) = Script::new(vec![], || Answer::Break(vec![]));
-    let stream = resuming_sse_stream(
-        None,
-        None,
-        script,
-        StreamScope::Standalone,
-        old_line_default(),
-        ResumeConfig::default(),
-    );
+    let stream = fresh_standalone(script);
     let (_, error) = read_for(stream, Duration::from_secs(600)).await;
     assert!(error.is_none(), "{error:?}");
     let gets = log.entries().len();
@@ -664,14 +660,7 @@ async fn unnamed_messages_on_a_resume_do_not_vouch_for_its_cursor() {
     // reported once, and the stream reopens without the cursor.
     let (config, gaps) = recording(ResumeConfig::default());
     let (script, log) = Script::new(vec![], a_new_unnamed_message_then_close);
-    let stream = resuming_sse_stream(
-        None,
-        cut_after("41"),
-        script,
-        StreamScope::Standalone,
-        old_line_default(),
-        config,
-    );
+    let stream = standalone_from_41(script, config);
     let (_, error) = read_for(stream, Duration::from_secs(600)).await;
     assert!(error.is_none(), "{error:?}");
     let max = ResumeConfig::default().max_failed_resumes;
@@ -706,14 +695,7 @@ async fn a_cursorless_standalone_stream_cut_after_a_new_notification_is_back_at_
     // once, as upstream's client follows every cut, whether the message
     // came with no `id` field or an empty one.
     let (script, log) = Script::new(vec![], a_new_unnamed_message_then_a_cut);
-    let stream = resuming_sse_stream(
-        None,
-        None,
-        script,
-        StreamScope::Standalone,
-        old_line_default(),
-        ResumeConfig::default(),
-    );
+    let stream = fresh_standalone(script);
     let (messages, error) = read_for(stream, Duration::from_secs(10)).await;
     assert!(error.is_none(), "{error:?}");
     let gaps = log.gaps();
