@@ -310,6 +310,23 @@ fn resuming_sse_stream(
     })
 }
 
+/// A standalone stream the application opened (`first`), resumed through
+/// `connector` 10 ms after a failure: the shape of most live-stream cases.
+fn live_standalone(
+    first: SseFrames,
+    connector: Script,
+    config: ResumeConfig,
+) -> impl futures::Stream<Item = Result<Sse, ResumeStreamError<Status>>> {
+    resuming_sse_stream(
+        Some(first),
+        None,
+        connector,
+        StreamScope::Standalone,
+        fixed(None, 10),
+        config,
+    )
+}
+
 type Outcome = (Vec<Sse>, Option<ResumeStreamError<Status>>);
 
 /// The most virtual time [`drain`] waits for a stream's end.
@@ -631,14 +648,7 @@ async fn a_standalone_rewind_is_a_reported_discontinuity() {
         || Answer::Stall(vec![]),
     );
     let (config, gaps) = recording(ResumeConfig::default().with_id_rules(IdRules::Rmcp));
-    let stream = resuming_sse_stream(
-        Some(first),
-        None,
-        script,
-        StreamScope::Standalone,
-        fixed(None, 10),
-        config,
-    );
+    let stream = live_standalone(first, script, config);
     let mut stream = std::pin::pin!(stream);
     for _ in 0..2 {
         assert!(matches!(stream.next().await, Some(Ok(_))));

@@ -302,14 +302,7 @@ async fn an_empty_event_id_clears_the_cursor() {
         ),
     ]);
     let (script, log) = Script::new(vec![], || Answer::Stall(vec![]));
-    let stream = resuming_sse_stream(
-        Some(first),
-        None,
-        script,
-        StreamScope::Standalone,
-        fixed(None, 10),
-        ResumeConfig::default(),
-    );
+    let stream = live_standalone(first, script, ResumeConfig::default());
     let _ = read_for(stream, Duration::from_secs(5)).await;
     assert_eq!(log.cursors(), [None], "{:?}", log.entries());
 }
@@ -630,14 +623,7 @@ async fn a_live_standalone_gap_then_a_rewind_delivers_and_resumes_from_the_last(
     )
     .boxed();
     let (script, log) = Script::new(vec![], || Answer::Stall(vec![]));
-    let stream = resuming_sse_stream(
-        Some(first),
-        None,
-        script,
-        StreamScope::Standalone,
-        fixed(None, 10),
-        config,
-    );
+    let stream = live_standalone(first, script, config);
     let (messages, error) = read_for(stream, Duration::from_secs(60)).await;
     assert!(error.is_none(), "{error:?}");
     assert_eq!(ids(&messages), ["1", "2", "5", "3", "4"]);

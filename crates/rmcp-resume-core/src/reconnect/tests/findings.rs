@@ -301,14 +301,7 @@ async fn a_live_standalone_gap_keeps_the_connection() {
     let first = futures::stream::iter(["1", "2", "5", "6"].map(|id| Ok(list_changed(id))))
         .chain(futures::stream::pending())
         .boxed();
-    let stream = resuming_sse_stream(
-        Some(first),
-        None,
-        script,
-        StreamScope::Standalone,
-        fixed(None, 10),
-        config,
-    );
+    let stream = live_standalone(first, script, config);
     let (messages, error) = read_for(stream, Duration::from_secs(60)).await;
     assert!(error.is_none(), "{error:?}");
     assert_eq!(ids(&messages), ["1", "2", "5", "6"]);
@@ -558,14 +551,7 @@ async fn a_first_event_numbered_like_its_priming_frame_is_delivered() {
         || Answer::Stall(vec![]),
     );
     let first = opened(vec![priming("0", 3000)]);
-    let stream = resuming_sse_stream(
-        Some(first),
-        None,
-        script,
-        StreamScope::Standalone,
-        fixed(None, 10),
-        ResumeConfig::default(),
-    );
+    let stream = live_standalone(first, script, ResumeConfig::default());
     let (messages, error) = read_for(stream, Duration::from_secs(5)).await;
     assert!(error.is_none(), "{error:?}");
     assert_eq!(ids(&messages), ["0", "1"]);
@@ -583,14 +569,7 @@ async fn a_first_event_numbered_like_its_priming_frame_is_delivered() {
     )
     .chain(futures::stream::pending())
     .boxed();
-    let stream = resuming_sse_stream(
-        Some(first),
-        None,
-        script,
-        StreamScope::Standalone,
-        fixed(None, 10),
-        ResumeConfig::default(),
-    );
+    let stream = live_standalone(first, script, ResumeConfig::default());
     let (messages, _) = read_for(stream, Duration::from_secs(5)).await;
     assert_eq!(
         ids(&messages),

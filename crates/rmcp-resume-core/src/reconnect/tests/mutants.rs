@@ -185,14 +185,7 @@ async fn gaps_warn_once_a_minute_and_the_observer_hears_each() {
     let (config, gaps) = recording(ResumeConfig::default().with_id_rules(IdRules::Rmcp));
     let (script, _) = Script::new(vec![], || Answer::Stall(vec![]));
     let first = timed(&[("1", 0), ("3", 0), ("5", 1), ("7", 60), ("9", 61)]);
-    let stream = resuming_sse_stream(
-        Some(first),
-        None,
-        script,
-        StreamScope::Standalone,
-        fixed(None, 10),
-        config,
-    );
+    let stream = live_standalone(first, script, config);
     let mut stream = std::pin::pin!(stream);
     // After each id: the WARN lines so far.
     for (id, warned) in [("1", 0), ("3", 1), ("5", 1), ("7", 2), ("9", 2)] {
@@ -213,14 +206,7 @@ async fn the_event_after_a_live_gap_repeated_is_a_copy() {
     let first = futures::stream::iter(["1", "3", "3", "4"].map(|id| Ok(list_changed(id))))
         .chain(futures::stream::pending())
         .boxed();
-    let stream = resuming_sse_stream(
-        Some(first),
-        None,
-        script,
-        StreamScope::Standalone,
-        fixed(None, 10),
-        config,
-    );
+    let stream = live_standalone(first, script, config);
     let (messages, error) = read_for(stream, Duration::from_secs(5)).await;
     assert!(error.is_none(), "{error:?}");
     assert_eq!(ids(&messages), ["1", "3", "4"]);
@@ -276,14 +262,7 @@ async fn an_unvouched_repeat_of_the_cursor_with_other_data_is_dropped() {
     ])
     .chain(futures::stream::pending())
     .boxed();
-    let stream = resuming_sse_stream(
-        Some(first),
-        None,
-        script,
-        StreamScope::Standalone,
-        fixed(None, 10),
-        ResumeConfig::default(),
-    );
+    let stream = live_standalone(first, script, ResumeConfig::default());
     let (messages, error) = read_for(stream, Duration::from_secs(5)).await;
     assert!(error.is_none(), "{error:?}");
     let data: Vec<_> = messages.iter().filter_map(|m| m.data.clone()).collect();
