@@ -55,11 +55,11 @@ impl Delivered {
     }
 
     /// Remembers the event `id` with `data`, forgetting the oldest when
-    /// full.
-    pub(super) fn insert(&mut self, id: &str, data: &str) {
+    /// full; whether it was new among the latest [`CAPACITY`].
+    pub(super) fn insert(&mut self, id: &str, data: &str) -> bool {
         let key: Key = (Arc::from(id), digest(data));
         if self.seen.contains(&key) {
-            return;
+            return false;
         }
         if self.order.len() >= CAPACITY
             && let Some(oldest) = self.order.pop_front()
@@ -68,6 +68,7 @@ impl Delivered {
         }
         self.seen.insert(key.clone());
         self.order.push_back(key);
+        true
     }
 }
 

@@ -139,22 +139,18 @@ impl<C: Connector, P: RetryPolicy> Machine<C, P> {
     }
 
     /// A message without an id. On a standalone stream that holds no
-    /// cursor it is progress when its data is new to the stream: such a
-    /// stream loses for good what the server sends while it is away, so a
-    /// connection that brought news is followed at once, as one with a new
-    /// id is. A repeat of recent data is no progress, so a server that sends
-    /// the same message and closes gets no loop; it is delivered still, as
-    /// nothing tells it from a notification sent twice. A server that sends
-    /// different data on every connection and breaks it is followed at once
-    /// each time, as one that sends a new event id is: each brought news. Elsewhere an
-    /// unnamed message is never progress: a request stream without ids
-    /// cannot be resumed at all, and one with a cursor judges ids.
+    /// cursor it is progress when its data is new to the stream (a stream
+    /// with nothing to resume from loses what the server sends while it is
+    /// away, so it comes back at once after news, as after a new id). A
+    /// repeat of recent data is delivered but is no progress: a server that
+    /// sends one message and closes gets no loop. Elsewhere an unnamed
+    /// message is never progress: a request stream without ids cannot be
+    /// resumed, and one with a cursor judges ids.
     fn on_unnamed(&mut self, data: &str) {
         if self.scope != StreamScope::Standalone || self.cursor.is_some() {
             return;
         }
-        if !self.delivered.contains("", data) {
-            self.delivered.insert("", data);
+        if self.delivered.insert("", data) {
             self.news();
         }
     }
