@@ -34,7 +34,7 @@ pub(crate) struct GroupCommit {
     /// For commits made after the task ended (its runtime shut down): they
     /// go one by one, as on a cluster.
     conn: Connection,
-    script: Script,
+    scripts: Vec<Script>,
 }
 
 impl std::fmt::Debug for GroupCommit {
@@ -50,42 +50,56 @@ struct Job {
 }
 
 impl GroupCommit {
-    /// Starts the committer on `conn`; `script` is the one its commands
-    /// call, loaded again when Redis forgot it. The task ends with the last
-    /// handle.
-    pub(crate) fn start(conn: Connection, script: Script) -> Self {
+    /// Starts the committer on `conn`; `scripts` are the ones its commands
+    /// call, all loaded again when Redis forgot one. The task ends with the
+    /// last handle.
+    pub(crate) fn start(conn: Connection, scripts: Vec<Script>) -> Self {
         let (jobs, rx) = mpsc::unbounded_channel();
-        tokio::spawn(run(conn.clone(), script.clone(), rx));
-        Self { jobs, conn, script }
+        tokio::spawn(run(conn.clone(), scripts.clone(), rx));
+        Self {
+            jobs,
+            conn,
+            scripts,
+        }
     }
 
-    /// Sends `cmd` (an `EVALSHA` of the script) in the next group and
-    /// returns its reply.
+    /// Sends `cmd` (an `EVALSHA` of one of the scripts) in the next group
+    /// and returns its reply.
     pub(crate) async fn query(&self, cmd: Cmd) -> RedisResult<Value> {
         let (reply, answer) = oneshot::channel();
         match self.jobs.send(Job { cmd, reply }) {
             Ok(()) => answer.await.map_err(|_| stopped())?,
             Err(mpsc::error::SendError(job)) => {
                 tracing::debug!("the group committer has ended; committing alone");
-                query_alone(&mut self.conn.clone(), &self.script, &job.cmd).await
+                query_alone(&mut self.conn.clone(), &self.scripts, &job.cmd).await
             }
         }
     }
 }
 
-/// `cmd` (an `EVALSHA` of `script`) on its own, with `script` loaded again
-/// and `cmd` sent once more if Redis forgot it.
+/// `cmd` (an `EVALSHA` of one of `scripts`) on its own, with `scripts`
+/// loaded again and `cmd` sent once more if Redis forgot its script.
 pub(crate) async fn query_alone(
     conn: &mut Connection,
-    script: &Script,
+    scripts: &[Script],
     cmd: &Cmd,
 ) -> RedisResult<Value> {
     let reply = cmd.query_async(conn).await;
     if no_script(&reply) {
-        script.load_async(conn).await?;
+        load(conn, scripts).await?;
         return cmd.query_async(conn).await;
     }
     reply
+}
+
+/// Loads every one of `scripts`: Redis forgets them all at once (a restart,
+/// a flush), and a `SCRIPT LOAD` is rare enough not to tell which one a
+/// command called.
+async fn load(conn: &mut Connection, scripts: &[Script]) -> RedisResult<()> {
+    for script in scripts {
+        script.load_async(conn).await?;
+    }
+    Ok(())
 }
 
 fn stopped() -> RedisError {
@@ -96,7 +110,7 @@ fn no_script(reply: &RedisResult<Value>) -> bool {
     matches!(reply, Err(error) if error.kind() == ErrorKind::Server(ServerErrorKind::NoScript))
 }
 
-async fn run(mut conn: Connection, script: Script, mut rx: mpsc::UnboundedReceiver<Job>) {
+async fn run(mut conn: Connection, scripts: Vec<Script>, mut rx: mpsc::UnboundedReceiver<Job>) {
     let mut jobs: Vec<Job> = Vec::with_capacity(GROUP);
     let mut carry: Option<Job> = None;
     loop {
@@ -122,7 +136,7 @@ async fn run(mut conn: Connection, script: Script, mut rx: mpsc::UnboundedReceiv
                 Err(_) => break,
             }
         }
-        match send(&mut conn, &script, &mut jobs).await {
+        match send(&mut conn, &scripts, &mut jobs).await {
             Ok(each) => {
                 for (job, reply) in jobs.drain(..).zip(each) {
                     let _ = job.reply.send(reply);
@@ -150,16 +164,16 @@ fn weight(job: &Job) -> usize {
 
 /// One reply per job, or the error that failed them all. The jobs'
 /// commands move into the pipeline (a group's bytes are not copied); if
-/// Redis forgot the script (a restart, a flush), it is loaded again and the
-/// commits that did not run, only those, are sent again.
+/// Redis forgot the scripts (a restart, a flush), they are loaded again and
+/// the commits that did not run, only those, are sent again.
 async fn send(
     conn: &mut Connection,
-    script: &Script,
+    scripts: &[Script],
     jobs: &mut [Job],
 ) -> RedisResult<Vec<RedisResult<Value>>> {
     if let [job] = jobs {
         // Alone: a plain command, with nothing to group.
-        let reply = query_alone(conn, script, &job.cmd).await;
+        let reply = query_alone(conn, scripts, &job.cmd).await;
         return Ok(vec![reply]);
     }
     let mut pipe = redis::Pipeline::with_capacity(jobs.len());
@@ -169,7 +183,7 @@ async fn send(
     }
     let mut each = query_pipe(conn, &pipe).await?;
     if each.iter().any(no_script) {
-        script.load_async(conn).await?;
+        load(conn, scripts).await?;
         let again: Vec<usize> = (0..each.len()).filter(|&i| no_script(&each[i])).collect();
         let mut retry = redis::Pipeline::with_capacity(again.len());
         retry.ignore_errors();
@@ -223,7 +237,8 @@ mod tests {
         let backend = Backend::single(&server.url()).expect("client");
         let conn = backend.shared().await.expect("connection");
         let script = Script::new("return redis.call('INCRBY', KEYS[1], ARGV[1])");
-        let group = GroupCommit::start(conn.clone(), script.clone());
+        // The jobs call the group's second script: a flush loads them all.
+        let group = GroupCommit::start(conn.clone(), vec![Script::new("return 0"), script.clone()]);
         let mut admin = conn.clone();
         // Round 0 and 1: half the jobs run the script; round 2: one does.
         for (round, scripted) in [(0_i64, 2_usize), (1, 2), (2, 12)] {

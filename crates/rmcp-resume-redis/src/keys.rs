@@ -52,6 +52,17 @@ impl SessionKeys {
         format!("{}gone", self.base)
     }
 
+    /// [`gone`](Self::gone) as a command argument, written in place.
+    pub(crate) fn gone_arg(&self) -> Joined<'_> {
+        Joined(&self.base, "gone")
+    }
+
+    /// Request stream `m`'s state hash (`m:<m>`), as a command argument
+    /// written in place.
+    pub(crate) fn meta_arg(&self, m: u64) -> Meta<'_> {
+        Meta(&self.base, m)
+    }
+
     /// The session's `SessionState`, as JSON.
     #[cfg_attr(not(feature = "rmcp"), allow(dead_code))]
     pub(crate) fn state(&self) -> String {
@@ -71,6 +82,17 @@ pub(crate) struct Joined<'a>(&'a str, &'a str);
 impl redis::ToRedisArgs for Joined<'_> {
     fn write_redis_args<W: ?Sized + redis::RedisWrite>(&self, out: &mut W) {
         out.write_arg_fmt(format_args!("{}{}", self.0, self.1));
+    }
+}
+
+/// A request stream's state key as a command argument, with no string of
+/// its own.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Meta<'a>(&'a str, u64);
+
+impl redis::ToRedisArgs for Meta<'_> {
+    fn write_redis_args<W: ?Sized + redis::RedisWrite>(&self, out: &mut W) {
+        out.write_arg_fmt(format_args!("{}m:{}", self.0, self.1));
     }
 }
 
@@ -130,8 +152,12 @@ mod tests {
         let keys = SessionKeys::new("rr", "a}b{c");
         let mut in_place = redis::Cmd::new();
         let mut strings = redis::Cmd::new();
-        in_place.arg(keys.epoch_arg());
-        strings.arg(keys.epoch());
+        in_place.arg(keys.epoch_arg()).arg(keys.gone_arg());
+        strings.arg(keys.epoch()).arg(keys.gone());
+        for m in [0, 7, u64::MAX] {
+            in_place.arg(keys.meta_arg(m));
+            strings.arg(format!("{}m:{m}", keys.base()));
+        }
         for stream in [
             StreamId::Standalone,
             StreamId::Request(0),

@@ -68,6 +68,7 @@ mod keys;
 pub mod lease;
 mod log;
 pub mod policy;
+mod quick;
 mod scripts;
 #[cfg(feature = "rmcp")]
 mod session_store;

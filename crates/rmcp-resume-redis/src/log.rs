@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use redis::Value;
+use redis::{Script, Value};
 use rmcp_resume_core::resumption::{LogView, StreamId, StreamLookup};
 
 use crate::config::{RedisLogConfig, millis};
@@ -12,6 +12,7 @@ use crate::error::RedisLogError;
 use crate::group::{GroupCommit, query_alone};
 use crate::keys::{SessionKeys, StreamField, first_index, stream_field};
 use crate::lease::{INSTANCE_LOST_ERROR, Lease, LeaseOutcome};
+use crate::quick::QuickCall;
 use crate::scripts::Scripts;
 pub use rmcp_resume_core::shared::Renewal;
 
@@ -79,7 +80,10 @@ impl RedisLog {
         }
         let scripts = Scripts::new();
         let group = match backend {
-            Backend::Single(_) => Some(GroupCommit::start(conn.clone(), scripts.commit.clone())),
+            Backend::Single(_) => Some(GroupCommit::start(
+                conn.clone(),
+                vec![scripts.commit.clone(), scripts.quick.clone()],
+            )),
             Backend::Cluster { .. } => None,
         };
         Ok(Self {
@@ -436,6 +440,22 @@ impl SessionLog {
         writes: &[Write<'_>],
     ) -> Result<Committed, RedisLogError> {
         let config = &self.log.inner.config;
+        if let Some(quick) = QuickCall::of(writes, config) {
+            let script = &self.log.inner.scripts.quick;
+            let cmd = quick.command(
+                script.get_hash(),
+                &self.keys,
+                lease.epoch,
+                millis(config.answered_ttl()),
+            );
+            match self.query(script, cmd).await?.as_slice() {
+                [0] => return Ok(quick.committed()),
+                // Redis knows the stream: a retry, which only the general
+                // script tells from another epoch's history.
+                [-6] => {}
+                other => return verdict(other, lease),
+            }
+        }
         let script = &self.log.inner.scripts.commit;
         // Sized once: a command grows its buffers by doubling, and on a busy
         // instance the reallocations showed in the commit's profile.
@@ -486,36 +506,18 @@ impl SessionLog {
                 }
             }
         }
+        let reply = self.query(script, cmd).await?;
+        verdict(&reply, lease)
+    }
+
+    /// `cmd`, an `EVALSHA` of `script`, in the instance's next group (on
+    /// one Redis) or alone (on a cluster), and its reply.
+    async fn query(&self, script: &Script, cmd: redis::Cmd) -> Result<Vec<i64>, RedisLogError> {
         let value = match &self.log.inner.group {
             Some(group) => group.query(cmd).await?,
-            None => query_alone(&mut self.log.conn(), script, &cmd).await?,
+            None => query_alone(&mut self.log.conn(), std::slice::from_ref(script), &cmd).await?,
         };
-        let reply: Vec<i64> = redis::from_redis_value(value)
-            .map_err(|error| RedisLogError::Reply(error.to_string()))?;
-        match reply.as_slice() {
-            [-4, ..] => Err(RedisLogError::Deleted),
-            [-3, ..] => Err(RedisLogError::Lost),
-            [-1, current, ..] => Err(RedisLogError::Fenced {
-                held: lease.epoch,
-                current: unsigned(*current)?,
-            }),
-            [-5, stream, index, ..] => Err(RedisLogError::Diverged {
-                stream: match u64::try_from(*stream) {
-                    Ok(m) => StreamId::Request(m),
-                    Err(_) => StreamId::Standalone,
-                },
-                index: unsigned(*index)?,
-            }),
-            [0, last, holes, dropped @ ..] => Ok(Committed {
-                last: (*last >= 0).then(|| unsigned(*last)).transpose()?,
-                holes: unsigned(*holes)?,
-                dropped: dropped
-                    .iter()
-                    .map(|m| unsigned(*m))
-                    .collect::<Result<_, _>>()?,
-            }),
-            other => Err(RedisLogError::Reply(format!("commit answered {other:?}"))),
-        }
+        redis::from_redis_value(value).map_err(|error| RedisLogError::Reply(error.to_string()))
     }
 
     /// Reads `stream`: its state and up to `count` events from `from` on,
@@ -615,6 +617,34 @@ pub struct Committed {
     /// Streams on which Redis had lost committed events: each one's floor
     /// now starts at the first event committed after the loss.
     pub holes: u64,
+}
+
+/// What a commit script's reply says: the commit, or why it was refused.
+fn verdict(reply: &[i64], lease: Lease) -> Result<Committed, RedisLogError> {
+    match reply {
+        [-4, ..] => Err(RedisLogError::Deleted),
+        [-3, ..] => Err(RedisLogError::Lost),
+        [-1, current, ..] => Err(RedisLogError::Fenced {
+            held: lease.epoch,
+            current: unsigned(*current)?,
+        }),
+        [-5, stream, index, ..] => Err(RedisLogError::Diverged {
+            stream: match u64::try_from(*stream) {
+                Ok(m) => StreamId::Request(m),
+                Err(_) => StreamId::Standalone,
+            },
+            index: unsigned(*index)?,
+        }),
+        [0, last, holes, dropped @ ..] => Ok(Committed {
+            last: (*last >= 0).then(|| unsigned(*last)).transpose()?,
+            holes: unsigned(*holes)?,
+            dropped: dropped
+                .iter()
+                .map(|m| unsigned(*m))
+                .collect::<Result<_, _>>()?,
+        }),
+        other => Err(RedisLogError::Reply(format!("commit answered {other:?}"))),
+    }
 }
 
 fn now_millis() -> u64 {

@@ -9,6 +9,8 @@ use redis::Script;
 pub(crate) struct Scripts {
     pub(crate) reserve: Script,
     pub(crate) commit: Script,
+    /// A quick call's commit (see [`crate::quick`]).
+    pub(crate) quick: Script,
     pub(crate) read: Script,
     pub(crate) lease: Script,
     pub(crate) release: Script,
@@ -20,6 +22,7 @@ impl Scripts {
         Self {
             reserve: Script::new(include_str!("lua/reserve.lua")),
             commit: Script::new(include_str!("lua/commit.lua")),
+            quick: Script::new(include_str!("lua/quick.lua")),
             read: Script::new(include_str!("lua/read.lua")),
             lease: Script::new(include_str!("lua/lease.lua")),
             release: Script::new(include_str!("lua/release.lua")),

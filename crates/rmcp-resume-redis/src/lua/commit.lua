@@ -56,57 +56,9 @@ if guard[2] ~= ARGV[2] or guard[2] == '0' then
   end
 end
 local packed_events = 16
--- Small counts as strings: a number passed to `redis.call` is written
--- with `snprintf("%.17g")`, about 2 k instructions each, which was a tenth
--- of a quick call's script. DIGITS[n + 1] is the text of n, 0 to 16.
-local DIGITS = {'0', '1', '2', '3', '4', '5', '6', '7', '8', '9', '10', '11', '12', '13', '14',
-  '15', '16'}
--- A quick call alone in its batch (its events from the stream's first
--- index on, its 'o' once anywhere among them, then 'f'; one request stream
--- that Redis does not know): what the general path below does for it, with
--- no closures and one table (the HSET's arguments); the general path's
--- closures and tables are most of a small script's cost. Anything else, or
--- a stream Redis knows (a retried batch), takes the general path.
-local ops = (#ARGV - 9) / 4
-local quick, stream = ops - 2, ARGV[11]
-if (#ARGV - 9) % 4 == 0 and quick >= 1 and quick <= packed_events and stream ~= 's'
-    and ARGV[#ARGV - 3] == 'f' and ARGV[#ARGV - 2] == stream then
-  local bytes, opened = 0, 0
-  for i = 10, #ARGV - 4, 4 do
-    local kind, at = ARGV[i], ARGV[i + 2]
-    if ARGV[i + 1] ~= stream then
-      quick = 0
-    elseif kind == 'o' then
-      opened = opened + 1
-    elseif kind ~= 'a' or (at ~= '*' and at ~= DIGITS[(i - 10) / 4 - opened + 1]
-        and tonumber(at) ~= (i - 10) / 4 - opened) then
-      quick = 0
-    else
-      bytes = bytes + string.len(ARGV[i + 3]) + 32
-    end
-    if quick == 0 then break end
-  end
-  if opened ~= 1 or (quick > 1 and (quick > tonumber(ARGV[4]) or quick > tonumber(ARGV[5])
-      or bytes > tonumber(ARGV[7]))) then
-    quick = 0
-  end
-  local meta = base .. 'm:' .. stream
-  if quick > 0 and redis.call('EXISTS', meta) == 0 then
-    local fields = {'head', DIGITS[quick + 1], 'floor', '0', 'bytes', bytes, 'finished', '1',
-      'packed', '1', 'e', ARGV[2]}
-    local index = 0
-    for i = 10, #ARGV - 4, 4 do
-      if ARGV[i] == 'a' then
-        fields[#fields + 1] = DIGITS[index + 1]
-        fields[#fields + 1] = ARGV[i + 3]
-        index = index + 1
-      end
-    end
-    redis.call('HSET', meta, unpack(fields))
-    redis.call('PEXPIRE', meta, ARGV[9])
-    return {0, quick - 1, 0}
-  end
-end
+-- A quick call alone in its batch comes as quick.lua, which stores what the
+-- general path below stores for it; here it is a retry, or a batch the
+-- instance did not send as one.
 local now, keep, max = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
 local retention, max_bytes, ttl = tonumber(ARGV[6]), tonumber(ARGV[7]), ARGV[8]
 -- An answered stream is kept as long as the in-process log keeps one; an

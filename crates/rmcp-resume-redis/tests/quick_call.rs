@@ -1,0 +1,405 @@
+//! A quick call's commit (`quick.lua`, chosen by the instance) against the
+//! general script (`commit.lua`) as the reference: the same batch, sent to
+//! each on its own session, must store the same state hash with the same
+//! expiry and answer the same; a retry, a fence, a lost epoch and a deleted
+//! session must be told as the general script tells them.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use common::{config, connect, owned, raw};
+use redis::aio::MultiplexedConnection;
+use rmcp_resume_core::resumption::StreamId;
+use rmcp_resume_redis::{Lease, RedisLogConfig, RedisLogError, SessionLog, Write};
+use rmcp_resume_testkit::redis::RedisServer;
+
+const COMMIT: &str = include_str!("../src/lua/commit.lua");
+const QUICK: &str = include_str!("../src/lua/quick.lua");
+
+/// One batch of the enumeration: `events` appends, the `Open` before the
+/// append at `open_at` (or last), indexes given or left to the head.
+fn batch<'a>(m: u64, data: &'a [String], open_at: usize, heads: bool) -> Vec<Write<'a>> {
+    let mut writes = Vec::new();
+    for (k, text) in data.iter().enumerate() {
+        if k == open_at {
+            writes.push(Write::Open {
+                stream: m,
+                request_id: "\"r\"",
+            });
+        }
+        writes.push(Write::Append {
+            stream: StreamId::Request(m),
+            index: (!heads).then_some(k as u64),
+            data: (!text.is_empty()).then_some(text.as_str()),
+        });
+    }
+    if open_at >= data.len() {
+        writes.push(Write::Open {
+            stream: m,
+            request_id: "\"r\"",
+        });
+    }
+    writes.push(Write::Finish { stream: m });
+    writes
+}
+
+/// `writes` as the general script takes them, straight to Redis, as the
+/// instance sent every commit before quick.lua: its integer reply.
+async fn general(
+    redis: &mut MultiplexedConnection,
+    config: &RedisLogConfig,
+    session: &str,
+    lease: Lease,
+    writes: &[Write<'_>],
+) -> Vec<i64> {
+    let base = format!("{}:{{{session}}}:", config.prefix);
+    let mut cmd = redis::cmd("EVAL");
+    cmd.arg(COMMIT)
+        .arg(1)
+        .arg(format!("{base}epoch"))
+        .arg(&base)
+        .arg(lease.epoch)
+        .arg(1_765_000_000_000_u64)
+        .arg(config.window.keep_events)
+        .arg(config.window.max_events)
+        .arg(config.window.retention.as_millis() as u64)
+        .arg(config.max_stream_bytes)
+        .arg(config.session_ttl.as_millis() as u64)
+        .arg(config.answered_ttl.as_millis() as u64);
+    for write in writes {
+        match write {
+            Write::Append {
+                stream,
+                index,
+                data,
+            } => {
+                let m = stream.request().expect("a request stream");
+                cmd.arg("a").arg(m);
+                match index {
+                    Some(index) => cmd.arg(index),
+                    None => cmd.arg("*"),
+                };
+                cmd.arg(data.unwrap_or(""));
+            }
+            Write::Open { stream, request_id } => {
+                cmd.arg("o").arg(stream).arg(*request_id).arg("");
+            }
+            Write::Finish { stream } => {
+                cmd.arg("f").arg(stream).arg("").arg("");
+            }
+        }
+    }
+    cmd.query_async(redis).await.expect("commit.lua")
+}
+
+/// The reply the general script gives for what `commit` returned.
+fn as_reply(result: &Result<rmcp_resume_redis::Committed, RedisLogError>) -> Vec<i64> {
+    match result {
+        Ok(committed) => {
+            let last = committed.last.map_or(-1, |last| last as i64);
+            let mut reply = vec![0, last, committed.holes as i64];
+            reply.extend(committed.dropped.iter().map(|&m| m as i64));
+            reply
+        }
+        Err(RedisLogError::Deleted) => vec![-4, 0, 0, 0],
+        Err(RedisLogError::Lost) => vec![-3, 0, 0, 0],
+        Err(RedisLogError::Fenced { current, .. }) => vec![-1, *current as i64, 0, 0],
+        Err(other) => panic!("commit failed: {other}"),
+    }
+}
+
+/// A key's contents and whether it expires within `ttl`.
+async fn stored(
+    redis: &mut MultiplexedConnection,
+    key: &str,
+    ttl: Duration,
+) -> (BTreeMap<String, String>, bool) {
+    let hash: BTreeMap<String, String> = redis::cmd("HGETALL")
+        .arg(key)
+        .query_async(redis)
+        .await
+        .expect("HGETALL");
+    let pttl: i64 = redis::cmd("PTTL")
+        .arg(key)
+        .query_async(redis)
+        .await
+        .expect("PTTL");
+    (hash, pttl > 0 && pttl <= ttl.as_millis() as i64)
+}
+
+/// The hashes of the scripts the server ran since the slow log was reset,
+/// oldest first.
+async fn scripts_run(redis: &mut MultiplexedConnection) -> Vec<String> {
+    let entries: Vec<redis::Value> = redis::cmd("SLOWLOG")
+        .arg("GET")
+        .arg(-1)
+        .query_async(redis)
+        .await
+        .expect("SLOWLOG");
+    let _: () = redis::cmd("SLOWLOG")
+        .arg("RESET")
+        .query_async(redis)
+        .await
+        .expect("SLOWLOG RESET");
+    // The slow log lists the newest first.
+    entries
+        .into_iter()
+        .rev()
+        .filter_map(|entry| {
+            let redis::Value::Array(fields) = entry else {
+                return None;
+            };
+            let redis::Value::Array(args) = fields.get(3)? else {
+                return None;
+            };
+            let name: String = redis::from_redis_value(args.first()?.clone()).ok()?;
+            (name.eq_ignore_ascii_case("evalsha"))
+                .then(|| redis::from_redis_value(args.get(1)?.clone()).ok())
+                .flatten()
+        })
+        .collect()
+}
+
+/// Logs every command in the slow log, with the scripts loaded first: a
+/// first `EVALSHA` answered `NOSCRIPT` would log it twice.
+async fn watch_scripts(redis: &mut MultiplexedConnection) {
+    for script in [COMMIT, QUICK] {
+        let _: String = redis::cmd("SCRIPT")
+            .arg("LOAD")
+            .arg(script)
+            .query_async(redis)
+            .await
+            .expect("SCRIPT LOAD");
+    }
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("slowlog-log-slower-than")
+        .arg(0)
+        .query_async(redis)
+        .await
+        .expect("slowlog");
+}
+
+fn sha(script: &str) -> String {
+    redis::Script::new(script).get_hash().to_owned()
+}
+
+/// Two sessions owned under one epoch, so that what they store compares
+/// field for field (each state hash names the epoch that wrote it).
+async fn pair(
+    log: &rmcp_resume_redis::RedisLog,
+    redis: &mut MultiplexedConnection,
+    names: (&str, &str),
+) -> ((SessionLog, Lease), (SessionLog, Lease)) {
+    let a = owned(log, names.0, "a").await;
+    let _ = owned(log, names.1, "b").await;
+    let _: () = redis::cmd("SET")
+        .arg(format!("t:{{{}}}:epoch", names.1))
+        .arg(a.epoch)
+        .query_async(redis)
+        .await
+        .expect("SET");
+    ((log.session(names.0), a), (log.session(names.1), a))
+}
+
+/// Every shape of quick call the instance sends as one (1 to 16 events,
+/// the `Open` anywhere, indexes given or left to the head, empty and
+/// multibyte data): the same hash, expiry and reply as the general
+/// script's, and quick.lua, not commit.lua, ran for it.
+#[tokio::test]
+async fn a_quick_call_is_stored_as_the_general_script_stores_it() {
+    let server = RedisServer::start();
+    let config = config();
+    let log = connect(&server, config.clone()).await;
+    let mut redis = raw(&server).await;
+    watch_scripts(&mut redis).await;
+    let ((quick, quick_lease), (reference, reference_lease)) =
+        pair(&log, &mut redis, ("q", "g")).await;
+    let mut cases = 0;
+    for events in 1..=16_usize {
+        let data: Vec<String> = (0..events)
+            .map(|k| match k % 3 {
+                0 => String::new(),
+                1 => format!("{{\"k\":{k},\"é\":\"ü\"}}"),
+                _ => "x".repeat(k * 37),
+            })
+            .collect();
+        for open_at in [0, events / 2, events] {
+            for heads in [false, true] {
+                let m = quick
+                    .reserve_streams(quick_lease, 1)
+                    .await
+                    .expect("reserve");
+                let n = reference
+                    .reserve_streams(reference_lease, 1)
+                    .await
+                    .expect("reserve");
+                assert_eq!(m, n, "both sessions number their streams alike");
+                let writes = batch(m, &data, open_at, heads);
+                let _ = scripts_run(&mut redis).await;
+                let got = quick.commit(quick_lease, &writes).await;
+                assert_eq!(
+                    scripts_run(&mut redis).await,
+                    [sha(QUICK)],
+                    "{events} events, open at {open_at}: sent as a quick call"
+                );
+                let want = general(&mut redis, &config, "g", reference_lease, &writes).await;
+                assert_eq!(as_reply(&got), want, "{events} events, open at {open_at}");
+                let (hash, expires) =
+                    stored(&mut redis, &format!("t:{{q}}:m:{m}"), config.answered_ttl).await;
+                let (reference_hash, reference_expires) =
+                    stored(&mut redis, &format!("t:{{g}}:m:{m}"), config.answered_ttl).await;
+                assert_eq!(hash, reference_hash, "{events} events, open at {open_at}");
+                assert!(expires && reference_expires, "kept answered_ttl");
+                assert_eq!(hash.get("packed").map(String::as_str), Some("1"));
+                cases += 1;
+            }
+        }
+    }
+    assert_eq!(cases, 16 * 3 * 2);
+}
+
+/// A retried quick call (Redis already holds its stream) goes on to the
+/// general script, which skips what the first try committed: both sessions
+/// answer and store the same, and the retry ran both scripts.
+#[tokio::test]
+async fn a_retried_quick_call_is_the_general_scripts_to_judge() {
+    let server = RedisServer::start();
+    let config = config();
+    let log = connect(&server, config.clone()).await;
+    let mut redis = raw(&server).await;
+    watch_scripts(&mut redis).await;
+    let ((quick, quick_lease), (reference, reference_lease)) =
+        pair(&log, &mut redis, ("q", "g")).await;
+    let m = quick
+        .reserve_streams(quick_lease, 1)
+        .await
+        .expect("reserve");
+    let _ = reference
+        .reserve_streams(reference_lease, 1)
+        .await
+        .expect("reserve");
+    let data = [String::new(), "{\"answer\":1}".to_owned()];
+    let writes = batch(m, &data, 1, false);
+    for attempt in 0..2 {
+        let _ = scripts_run(&mut redis).await;
+        let got = quick.commit(quick_lease, &writes).await;
+        let ran = scripts_run(&mut redis).await;
+        let want = general(&mut redis, &config, "g", reference_lease, &writes).await;
+        assert_eq!(as_reply(&got), want, "attempt {attempt}");
+        let expected = if attempt == 0 {
+            vec![sha(QUICK)]
+        } else {
+            vec![sha(QUICK), sha(COMMIT)]
+        };
+        assert_eq!(ran, expected, "attempt {attempt}");
+        let (hash, _) = stored(&mut redis, &format!("t:{{q}}:m:{m}"), config.answered_ttl).await;
+        let (reference_hash, _) =
+            stored(&mut redis, &format!("t:{{g}}:m:{m}"), config.answered_ttl).await;
+        assert_eq!(hash, reference_hash, "attempt {attempt}");
+    }
+}
+
+/// A quick call under an epoch that is not the session's writes nothing
+/// and is refused as the general script refuses it: fenced by a higher
+/// epoch, lost when Redis holds a lower one or none, deleted after the
+/// session's tombstone.
+#[tokio::test]
+async fn a_quick_call_is_fenced_as_any_commit_is() {
+    let server = RedisServer::start();
+    let config = config();
+    let log = connect(&server, config.clone()).await;
+    let mut redis = raw(&server).await;
+    let ((quick, lease), (_, reference_lease)) = pair(&log, &mut redis, ("q", "g")).await;
+    let data = [String::new(), "{}".to_owned()];
+    let admin = redis.clone();
+    let set_epoch = |session: &'static str, epoch: Option<u64>| {
+        let mut redis = admin.clone();
+        async move {
+            let key = format!("t:{{{session}}}:epoch");
+            let _: () = match epoch {
+                Some(epoch) => {
+                    redis::cmd("SET")
+                        .arg(key)
+                        .arg(epoch)
+                        .query_async(&mut redis)
+                        .await
+                }
+                None => redis::cmd("DEL")
+                    .arg(key)
+                    .query_async(&mut redis)
+                    .await
+                    .map(|_: i64| ()),
+            }
+            .expect("epoch");
+        }
+    };
+    type Expected = fn(&RedisLogError) -> bool;
+    let cases: [(&str, Option<u64>, Expected); 3] = [
+        (
+            "a higher epoch",
+            Some(lease.epoch.max(reference_lease.epoch) + 10),
+            |e| matches!(e, RedisLogError::Fenced { .. }),
+        ),
+        ("a lower epoch", Some(1), |e| {
+            matches!(e, RedisLogError::Lost)
+        }),
+        ("no epoch", None, |e| matches!(e, RedisLogError::Lost)),
+    ];
+    for (m, (case, epoch, expected)) in (100_u64..).zip(cases) {
+        set_epoch("q", epoch).await;
+        set_epoch("g", epoch).await;
+        let writes = batch(m, &data, 1, false);
+        let got = quick.commit(lease, &writes).await;
+        let want = general(&mut redis, &config, "g", reference_lease, &writes).await;
+        let error = got.as_ref().expect_err(case);
+        assert!(expected(error), "{case}: {error}");
+        assert_eq!(as_reply(&got), want, "{case}");
+        let exists: i64 = redis::cmd("EXISTS")
+            .arg(format!("t:{{q}}:m:{m}"))
+            .query_async(&mut redis)
+            .await
+            .expect("EXISTS");
+        assert_eq!(exists, 0, "{case}: nothing written");
+    }
+    set_epoch("q", Some(lease.epoch)).await;
+    quick.delete().await.expect("delete");
+    let got = quick.commit(lease, &batch(200, &data, 1, false)).await;
+    assert!(matches!(got, Err(RedisLogError::Deleted)), "{got:?}");
+}
+
+/// A quick call onto a stream another epoch already wrote (two owners
+/// numbered the same stream: Redis lost the reservation, or a stale owner
+/// wrote on) is not stored over it: the general script reports the two
+/// histories.
+#[tokio::test]
+async fn a_quick_call_over_another_epochs_stream_is_a_divergence() {
+    let server = RedisServer::start();
+    let log = connect(&server, config()).await;
+    let session = log.session("d");
+    let first = owned(&log, "d", "a").await;
+    let m = session.reserve_streams(first, 1).await.expect("reserve");
+    let data = [String::new(), "{\"by\":\"a\"}".to_owned()];
+    session
+        .commit(first, &batch(m, &data, 1, false))
+        .await
+        .expect("first owner");
+    let second = common::take_over(&server, &log, "d", "b").await;
+    assert!(second.epoch > first.epoch);
+    let theirs = [String::new(), "{\"by\":\"b\"}".to_owned()];
+    let got = session.commit(second, &batch(m, &theirs, 1, false)).await;
+    assert!(
+        matches!(got, Err(RedisLogError::Diverged { index: 0, .. })),
+        "{got:?}"
+    );
+    let mut redis = raw(&server).await;
+    let kept: String = redis::cmd("HGET")
+        .arg(format!("t:{{d}}:m:{m}"))
+        .arg("1")
+        .query_async(&mut redis)
+        .await
+        .expect("HGET");
+    assert_eq!(kept, "{\"by\":\"a\"}", "the first history is kept");
+}
