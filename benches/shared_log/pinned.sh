@@ -23,7 +23,8 @@ else
 fi
 pid=$!
 declare -A seen=()
-cpu() { awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo 0; }
+# Empty once the process is gone: the last reading taken while it ran stands.
+cpu() { awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || true; }
 declare -A last=()
 # Bounded by the bench itself: the loop ends when it exits.
 while kill -0 "$pid" 2>/dev/null; do
@@ -32,9 +33,11 @@ while kill -0 "$pid" 2>/dev/null; do
       taskset -a -pc 1 "$r" >/dev/null
     fi
     seen[$r]=1
-    last[$r]=$(cpu "$r")
+    t=$(cpu "$r")
+    [[ -n "$t" ]] && last[$r]=$t
   done
-  last[bench]=$(cpu "$pid")
+  t=$(cpu "$pid")
+  [[ -n "$t" ]] && last[bench]=$t
   sleep 0.2
 done
 wait "$pid"
