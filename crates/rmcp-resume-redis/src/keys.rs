@@ -63,6 +63,12 @@ impl SessionKeys {
         Meta(&self.base, m)
     }
 
+    /// Request stream `m`'s packed string (`p:<m>`, see `quick.lua`), as a
+    /// command argument written in place.
+    pub(crate) fn packed_arg(&self, m: u64) -> Packed<'_> {
+        Packed(&self.base, m)
+    }
+
     /// The session's `SessionState`, as JSON.
     #[cfg_attr(not(feature = "rmcp"), allow(dead_code))]
     pub(crate) fn state(&self) -> String {
@@ -93,6 +99,16 @@ pub(crate) struct Meta<'a>(&'a str, u64);
 impl redis::ToRedisArgs for Meta<'_> {
     fn write_redis_args<W: ?Sized + redis::RedisWrite>(&self, out: &mut W) {
         out.write_arg_fmt(format_args!("{}m:{}", self.0, self.1));
+    }
+}
+
+/// A request stream's packed string's key as a command argument.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Packed<'a>(&'a str, u64);
+
+impl redis::ToRedisArgs for Packed<'_> {
+    fn write_redis_args<W: ?Sized + redis::RedisWrite>(&self, out: &mut W) {
+        out.write_arg_fmt(format_args!("{}p:{}", self.0, self.1));
     }
 }
 
@@ -155,8 +171,10 @@ mod tests {
         in_place.arg(keys.epoch_arg()).arg(keys.gone_arg());
         strings.arg(keys.epoch()).arg(keys.gone());
         for m in [0, 7, u64::MAX] {
-            in_place.arg(keys.meta_arg(m));
-            strings.arg(format!("{}m:{m}", keys.base()));
+            in_place.arg(keys.meta_arg(m)).arg(keys.packed_arg(m));
+            strings
+                .arg(format!("{}m:{m}", keys.base()))
+                .arg(format!("{}p:{m}", keys.base()));
         }
         for stream in [
             StreamId::Standalone,

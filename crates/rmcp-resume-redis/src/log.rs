@@ -450,9 +450,15 @@ impl SessionLog {
             );
             match self.query(script, cmd).await?.as_slice() {
                 [0] => return Ok(quick.committed()),
-                // Redis knows the stream: a retry, which only the general
-                // script tells from another epoch's history.
+                // Redis holds the stream in the general layout: only the
+                // general script tells a retry from another epoch's history.
                 [-6] => {}
+                [-5] => {
+                    return Err(RedisLogError::Diverged {
+                        stream: StreamId::Request(quick.stream()),
+                        index: 0,
+                    });
+                }
                 other => return verdict(other, lease),
             }
         }

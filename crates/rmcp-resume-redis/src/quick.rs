@@ -5,15 +5,18 @@
 //! arguments, and that loop, the configuration sent with every commit and
 //! the keys built in Lua were most of Redis's work per call (issue 45's
 //! profile). The instance knows the batch's shape before it sends it, so
-//! it checks the shape here and sends `quick.lua` only what it stores: the
-//! keys, the epoch, the expiry, and the events. The stored fields are the
-//! ones `commit.lua` stores for the same batch (a test compares them).
+//! it checks the shape here and sends `quick.lua` the keys, the epoch, the
+//! expiry, and the stream already packed as one string (its layout is in
+//! `quick.lua`), which the script stores with one `SET`. A read finds the
+//! same stream whichever script wrote it (a test compares them).
 //!
 //! | The batch | Sent as |
 //! |---|---|
 //! | one request stream: 1 to 16 appends at its first indexes (or its head), one `Open` among them, a `Finish` last; with more than one event, within `keep_events`, `max_events` and `max_stream_bytes` | `quick.lua` |
 //! | the same, but Redis knows the stream (a retried batch) | `quick.lua` refuses it, `commit.lua` takes it |
 //! | anything else | `commit.lua` |
+
+use std::io::Write as _;
 
 use redis::Cmd;
 use rmcp_resume_core::resumption::StreamId;
@@ -89,22 +92,38 @@ impl<'a> QuickCall<'a> {
         epoch: u64,
         answered_ttl_ms: u64,
     ) -> Cmd {
-        let data: usize = self.events.iter().map(|data| data.len() + 4).sum();
-        let mut cmd = Cmd::with_capacity(10 + 2 * self.events.len(), 160 + data);
+        let packed = self.packed(epoch);
+        let mut cmd = Cmd::with_capacity(10, 200 + packed.len());
         cmd.arg("EVALSHA")
             .arg(hash)
-            .arg(3)
+            .arg(4)
             .arg(keys.epoch_arg())
             .arg(keys.gone_arg())
             .arg(keys.meta_arg(self.stream))
+            .arg(keys.packed_arg(self.stream))
             .arg(epoch)
             .arg(answered_ttl_ms)
-            .arg(self.events.len())
-            .arg(self.bytes);
-        for (index, data) in self.events.iter().enumerate() {
-            cmd.arg(index).arg(*data);
-        }
+            .arg(packed);
         cmd
+    }
+
+    /// The stream as `quick.lua` stores it: `<epoch>\n<count>\n<bytes>\n`,
+    /// then each event's data preceded by its length and `\n`.
+    pub(crate) fn packed(&self, epoch: u64) -> Vec<u8> {
+        let data: usize = self.events.iter().map(|data| data.len() + 8).sum();
+        let mut out = Vec::with_capacity(48 + data);
+        // Writing into a Vec cannot fail.
+        let _ = write!(out, "{epoch}\n{}\n{}\n", self.events.len(), self.bytes);
+        for data in &self.events {
+            let _ = writeln!(out, "{}", data.len());
+            out.extend_from_slice(data.as_bytes());
+        }
+        out
+    }
+
+    /// The request stream it commits.
+    pub(crate) fn stream(&self) -> u64 {
+        self.stream
     }
 
     /// What the commit did, once `quick.lua` answered `{0}`.
@@ -159,6 +178,7 @@ mod tests {
         assert_eq!(quick.events, ["", "{}"]);
         assert_eq!(quick.bytes, 32 + 34);
         assert_eq!(quick.committed().last, Some(1));
+        assert_eq!(quick.packed(7), b"7\n2\n66\n0\n2\n{}");
         // The head (`None`) of a new stream is its first indexes.
         let writes = [
             open(4),

@@ -1,12 +1,13 @@
-//! A quick call's commit (`quick.lua`, chosen by the instance) against the
-//! general script (`commit.lua`) as the reference: the same batch, sent to
-//! each on its own session, must store the same state hash with the same
-//! expiry and answer the same; a retry, a fence, a lost epoch and a deleted
-//! session must be told as the general script tells them.
+//! A quick call's commit (`quick.lua`, chosen by the instance, which packs
+//! the stream as one string) against the general script (`commit.lua`, which
+//! packs it in its state hash) as the reference: the same batch, sent to each
+//! on its own session, must read back the same from every position, expire
+//! alike and answer the same; a retry, a fence, a lost epoch, a deleted
+//! session and another epoch's stream must be told as the general script
+//! tells them.
 
 mod common;
 
-use std::collections::BTreeMap;
 use std::time::Duration;
 
 use common::{config, connect, owned, raw};
@@ -110,23 +111,36 @@ fn as_reply(result: &Result<rmcp_resume_redis::Committed, RedisLogError>) -> Vec
     }
 }
 
-/// A key's contents and whether it expires within `ttl`.
-async fn stored(
-    redis: &mut MultiplexedConnection,
-    key: &str,
-    ttl: Duration,
-) -> (BTreeMap<String, String>, bool) {
-    let hash: BTreeMap<String, String> = redis::cmd("HGETALL")
-        .arg(key)
-        .query_async(redis)
-        .await
-        .expect("HGETALL");
+/// Whether `key` expires within `ttl`.
+async fn expires_within(redis: &mut MultiplexedConnection, key: &str, ttl: Duration) -> bool {
     let pttl: i64 = redis::cmd("PTTL")
         .arg(key)
         .query_async(redis)
         .await
         .expect("PTTL");
-    (hash, pttl > 0 && pttl <= ttl.as_millis() as i64)
+    pttl > 0 && pttl <= ttl.as_millis() as i64
+}
+
+async fn exists(redis: &mut MultiplexedConnection, key: &str) -> bool {
+    let n: i64 = redis::cmd("EXISTS")
+        .arg(key)
+        .query_async(redis)
+        .await
+        .expect("EXISTS");
+    n == 1
+}
+
+/// Stream `m` read from both sessions, from every position up to past its
+/// head and in slices of every size: the same snapshots.
+async fn same_reads(quick: &SessionLog, reference: &SessionLog, m: u64, events: usize) {
+    let stream = StreamId::Request(m);
+    for from in (0..=events as u64 + 1).chain([u64::MAX]) {
+        for count in [1, 2, events.max(1), 256] {
+            let got = quick.read(stream, from, count).await.expect("read");
+            let want = reference.read(stream, from, count).await.expect("read");
+            assert_eq!(got, want, "stream {m} from {from}, {count} at most");
+        }
+    }
 }
 
 /// The hashes of the scripts the server ran since the slow log was reset,
@@ -247,13 +261,15 @@ async fn a_quick_call_is_stored_as_the_general_script_stores_it() {
                 );
                 let want = general(&mut redis, &config, "g", reference_lease, &writes).await;
                 assert_eq!(as_reply(&got), want, "{events} events, open at {open_at}");
-                let (hash, expires) =
-                    stored(&mut redis, &format!("t:{{q}}:m:{m}"), config.answered_ttl).await;
-                let (reference_hash, reference_expires) =
-                    stored(&mut redis, &format!("t:{{g}}:m:{m}"), config.answered_ttl).await;
-                assert_eq!(hash, reference_hash, "{events} events, open at {open_at}");
-                assert!(expires && reference_expires, "kept answered_ttl");
-                assert_eq!(hash.get("packed").map(String::as_str), Some("1"));
+                same_reads(&quick, &reference, m, events).await;
+                let key = format!("t:{{q}}:p:{m}");
+                assert!(
+                    expires_within(&mut redis, &key, config.answered_ttl).await,
+                    "{key}: kept answered_ttl"
+                );
+                for gone in [format!("t:{{q}}:m:{m}"), format!("t:{{q}}:x:{m}")] {
+                    assert!(!exists(&mut redis, &gone).await, "{gone}: one key a call");
+                }
                 cases += 1;
             }
         }
@@ -261,44 +277,50 @@ async fn a_quick_call_is_stored_as_the_general_script_stores_it() {
     assert_eq!(cases, 16 * 3 * 2);
 }
 
-/// A retried quick call (Redis already holds its stream) goes on to the
-/// general script, which skips what the first try committed: both sessions
-/// answer and store the same, and the retry ran both scripts.
+/// A retried quick call is this owner's own: `quick.lua` takes it again
+/// without writing, and `commit.lua`, given the same batch or a late append
+/// on the packed stream, skips or drops it as it does on a stream of its
+/// own layout, and never writes that stream in its layout beside it.
 #[tokio::test]
-async fn a_retried_quick_call_is_the_general_scripts_to_judge() {
+async fn a_retried_quick_call_writes_nothing_twice() {
     let server = RedisServer::start();
     let config = config();
     let log = connect(&server, config.clone()).await;
     let mut redis = raw(&server).await;
     watch_scripts(&mut redis).await;
-    let ((quick, quick_lease), (reference, reference_lease)) =
-        pair(&log, &mut redis, ("q", "g")).await;
-    let m = quick
-        .reserve_streams(quick_lease, 1)
-        .await
-        .expect("reserve");
-    let _ = reference
-        .reserve_streams(reference_lease, 1)
-        .await
-        .expect("reserve");
+    let ((quick, lease), (reference, _)) = pair(&log, &mut redis, ("q", "g")).await;
+    let m = quick.reserve_streams(lease, 1).await.expect("reserve");
+    let _ = reference.reserve_streams(lease, 1).await.expect("reserve");
     let data = [String::new(), "{\"answer\":1}".to_owned()];
     let writes = batch(m, &data, 1, false);
+    let first = general(&mut redis, &config, "g", lease, &writes).await;
     for attempt in 0..2 {
         let _ = scripts_run(&mut redis).await;
-        let got = quick.commit(quick_lease, &writes).await;
-        let ran = scripts_run(&mut redis).await;
-        let want = general(&mut redis, &config, "g", reference_lease, &writes).await;
-        assert_eq!(as_reply(&got), want, "attempt {attempt}");
-        let expected = if attempt == 0 {
-            vec![sha(QUICK)]
-        } else {
-            vec![sha(QUICK), sha(COMMIT)]
-        };
-        assert_eq!(ran, expected, "attempt {attempt}");
-        let (hash, _) = stored(&mut redis, &format!("t:{{q}}:m:{m}"), config.answered_ttl).await;
-        let (reference_hash, _) =
-            stored(&mut redis, &format!("t:{{g}}:m:{m}"), config.answered_ttl).await;
-        assert_eq!(hash, reference_hash, "attempt {attempt}");
+        let got = quick.commit(lease, &writes).await;
+        assert_eq!(as_reply(&got), first, "attempt {attempt}");
+        assert_eq!(
+            scripts_run(&mut redis).await,
+            [sha(QUICK)],
+            "attempt {attempt}"
+        );
+        same_reads(&quick, &reference, m, data.len()).await;
+    }
+    let late = [Write::Append {
+        stream: StreamId::Request(m),
+        index: Some(2),
+        data: Some("late"),
+    }];
+    for (case, writes) in [
+        ("the batch again", &writes[..]),
+        ("a late append", &late[..]),
+    ] {
+        let want = general(&mut redis, &config, "g", lease, writes).await;
+        let got = general(&mut redis, &config, "q", lease, writes).await;
+        assert_eq!(got, want, "{case}");
+        same_reads(&quick, &reference, m, data.len()).await;
+        for gone in [format!("t:{{q}}:m:{m}"), format!("t:{{q}}:x:{m}")] {
+            assert!(!exists(&mut redis, &gone).await, "{case}: {gone} written");
+        }
     }
 }
 
@@ -370,36 +392,75 @@ async fn a_quick_call_is_fenced_as_any_commit_is() {
     assert!(matches!(got, Err(RedisLogError::Deleted)), "{got:?}");
 }
 
-/// A quick call onto a stream another epoch already wrote (two owners
-/// numbered the same stream: Redis lost the reservation, or a stale owner
-/// wrote on) is not stored over it: the general script reports the two
-/// histories.
+/// A stream two epochs both wrote (two owners numbered the same stream:
+/// Redis lost the reservation, or a stale owner wrote on) is reported as
+/// two histories, whichever script each write went to, and the first
+/// history is what a read still finds.
 #[tokio::test]
-async fn a_quick_call_over_another_epochs_stream_is_a_divergence() {
+async fn a_stream_another_epoch_wrote_is_a_divergence_in_either_layout() {
     let server = RedisServer::start();
     let log = connect(&server, config()).await;
     let session = log.session("d");
     let first = owned(&log, "d", "a").await;
-    let m = session.reserve_streams(first, 1).await.expect("reserve");
-    let data = [String::new(), "{\"by\":\"a\"}".to_owned()];
+    let streams = session.reserve_streams(first, 4).await.expect("reserve");
+    let (packed, later, hashed) = (streams, streams + 1, streams + 2);
+    let ours = [String::new(), "{\"by\":\"a\"}".to_owned()];
+    for m in [packed, later] {
+        session
+            .commit(first, &batch(m, &ours, 1, false))
+            .await
+            .expect("packed by the first owner");
+    }
+    // Two calls in one batch are not a quick call: the general script packs
+    // `hashed` in its state hash.
+    let two: Vec<Write<'_>> = batch(hashed, &ours, 1, false)
+        .into_iter()
+        .chain(batch(streams + 3, &ours, 1, false))
+        .collect();
     session
-        .commit(first, &batch(m, &data, 1, false))
+        .commit(first, &two)
         .await
-        .expect("first owner");
+        .expect("two calls by the first owner");
+    let mut redis = raw(&server).await;
+    assert!(
+        exists(&mut redis, &format!("t:{{d}}:m:{hashed}")).await,
+        "the general layout"
+    );
     let second = common::take_over(&server, &log, "d", "b").await;
     assert!(second.epoch > first.epoch);
     let theirs = [String::new(), "{\"by\":\"b\"}".to_owned()];
-    let got = session.commit(second, &batch(m, &theirs, 1, false)).await;
-    assert!(
-        matches!(got, Err(RedisLogError::Diverged { index: 0, .. })),
-        "{got:?}"
-    );
-    let mut redis = raw(&server).await;
-    let kept: String = redis::cmd("HGET")
-        .arg(format!("t:{{d}}:m:{m}"))
-        .arg("1")
-        .query_async(&mut redis)
-        .await
-        .expect("HGET");
-    assert_eq!(kept, "{\"by\":\"a\"}", "the first history is kept");
+    let not_quick = [Write::Append {
+        stream: StreamId::Request(later),
+        index: Some(0),
+        data: Some("{\"by\":\"b\"}"),
+    }];
+    let cases: [(&str, u64, Vec<Write<'_>>); 3] = [
+        (
+            "quick over packed",
+            packed,
+            batch(packed, &theirs, 1, false),
+        ),
+        ("general over packed", later, not_quick.to_vec()),
+        (
+            "quick over general",
+            hashed,
+            batch(hashed, &theirs, 1, false),
+        ),
+    ];
+    for (case, m, writes) in cases {
+        let got = session.commit(second, &writes).await;
+        assert!(
+            matches!(got, Err(RedisLogError::Diverged { stream, index: 0 }) if stream == StreamId::Request(m)),
+            "{case}: {got:?}"
+        );
+        let read = session
+            .read(StreamId::Request(m), 0, 16)
+            .await
+            .expect("read");
+        let kept: Vec<Option<&str>> = read.events.iter().map(|e| e.data.as_deref()).collect();
+        assert!(
+            !kept.contains(&Some("{\"by\":\"b\"}")),
+            "{case}: the second history was written: {kept:?}"
+        );
+    }
 }

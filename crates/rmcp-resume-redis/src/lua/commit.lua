@@ -56,9 +56,9 @@ if guard[2] ~= ARGV[2] or guard[2] == '0' then
   end
 end
 local packed_events = 16
--- A quick call alone in its batch comes as quick.lua, which stores what the
--- general path below stores for it; here it is a retry, or a batch the
--- instance did not send as one.
+-- A quick call alone in its batch comes as quick.lua, packed as one string
+-- (`p:<m>`); here it is a retry that found the stream in this layout, or a
+-- batch the instance did not send as one.
 local now, keep, max = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
 local retention, max_bytes, ttl = tonumber(ARGV[6]), tonumber(ARGV[7]), ARGV[8]
 -- An answered stream is kept as long as the in-process log keeps one; an
@@ -72,6 +72,9 @@ local opens, closes = {}, {}
 
 -- The streams this batch touches, in the order it first touches them.
 local states, touched = {}, {}
+-- Packed streams (quick.lua's): read like any answered stream, never
+-- written here.
+local sealed = {}
 
 local function first_index(stream)
   if stream == 's' then return 1 end
@@ -83,6 +86,17 @@ local function state(stream)
   if s ~= nil then return s end
   local meta = base .. 'm:' .. stream
   local fields = redis.call('HMGET', meta, 'head', 'floor', 'bytes', 'finished', 'e')
+  if fields[1] == false and stream ~= 's' then
+    -- A quick call quick.lua packed: answered, so sealed. Its epoch says
+    -- whether an index below its head is this owner's earlier try or
+    -- another history.
+    local packed = redis.call('GET', base .. 'p:' .. stream)
+    if packed then
+      local epoch, count, bytes = string.match(packed, '^(%d+)\n(%d+)\n(%d+)\n')
+      fields = {count, '0', bytes, '1', epoch}
+      sealed[stream] = true
+    end
+  end
   s = {
     meta = meta,
     standalone = stream == 's',
@@ -266,7 +280,7 @@ for _, stream in ipairs(touched) do
     end
     redis.call('HSET', s.meta, unpack(fields))
     redis.call('PEXPIRE', s.meta, answered_ttl)
-  elseif s.dirty then
+  elseif s.dirty and not sealed[stream] then
     for _, e in ipairs(s.pending) do
       redis.call('XADD', s.key, e.id, 'd', e.data, 't', ARGV[3], 'w', e.weight)
     end

@@ -11,7 +11,7 @@ redis.call('SET', base .. 'gone', 1, 'PX', ARGV[4])
 local next = tonumber(redis.call('GET', base .. 'next') or '0')
 local stop = math.min(next, from + count)
 for m = from, stop - 1 do
-  redis.call('DEL', base .. 'm:' .. m, base .. 'x:' .. m)
+  redis.call('DEL', base .. 'm:' .. m, base .. 'x:' .. m, base .. 'p:' .. m)
 end
 if stop < next then
   return stop

@@ -210,19 +210,30 @@ pub async fn epoch(conn: &mut Conn, session: &str) -> anyhow::Result<Option<u64>
     .await
 }
 
-/// The `floor` field of a stream's state (`None`: no state for it).
+/// The `floor` field of a stream's state (`None`: no state for it); 0 for
+/// a quick call packed as one string, which keeps every event it had.
 pub async fn stream_floor(
     conn: &mut Conn,
     session: &str,
     stream: Option<u64>,
 ) -> anyhow::Result<Option<u64>> {
-    ask(
+    let field = stream_field(stream);
+    let floor: Option<u64> = ask(
         conn,
         redis::cmd("HGET")
-            .arg(format!("{PREFIX}:{{{session}}}:m:{}", stream_field(stream)))
+            .arg(format!("{PREFIX}:{{{session}}}:m:{field}"))
             .arg("floor"),
     )
-    .await
+    .await?;
+    if floor.is_some() || stream.is_none() {
+        return Ok(floor);
+    }
+    let packed: bool = ask(
+        conn,
+        redis::cmd("EXISTS").arg(format!("{PREFIX}:{{{session}}}:p:{field}")),
+    )
+    .await?;
+    Ok(packed.then_some(0))
 }
 
 /// The standalone stream's floor for a reader at `cursor`, from what Redis
@@ -509,10 +520,49 @@ pub async fn stored_event(
     {
         return Ok(Stored::Event(Some(data)));
     }
+    // Or packed as one string by quick.lua (no state hash then): its count,
+    // then each event's data after its length.
+    if floor.is_none()
+        && stream.is_some()
+        && let Some(string) =
+            ask::<Option<Vec<u8>>>(conn, redis::cmd("GET").arg(format!("{base}p:{field}"))).await?
+    {
+        return Ok(
+            match unpack(&string).and_then(|events| events.into_iter().nth(index as usize)) {
+                Some(data) => Stored::Event(Some(data)),
+                None => Stored::Missing { floor: Some(0) },
+            },
+        );
+    }
     Ok(match floor {
         Some(floor) if floor > index => Stored::Trimmed { floor },
         floor => Stored::Missing { floor },
     })
+}
+
+/// The events of a stream `quick.lua` packed as one string
+/// (`<epoch>\n<count>\n<bytes>\n`, then each event's data after its
+/// length and `\n`), read here without the product's code; `None` if the
+/// string is not one.
+fn unpack(string: &[u8]) -> Option<Vec<String>> {
+    let mut rest = string;
+    let number = |rest: &mut &[u8]| -> Option<usize> {
+        let end = rest.iter().position(|&b| b == b'\n')?;
+        let n = std::str::from_utf8(&rest[..end]).ok()?.parse().ok()?;
+        *rest = &rest[end + 1..];
+        Some(n)
+    };
+    let _epoch = number(&mut rest)?;
+    let count = number(&mut rest)?;
+    let _bytes = number(&mut rest)?;
+    let mut events = Vec::with_capacity(count);
+    for _ in 0..count {
+        let size = number(&mut rest)?;
+        let data = rest.get(..size)?;
+        events.push(String::from_utf8(data.to_vec()).ok()?);
+        rest = &rest[size..];
+    }
+    rest.is_empty().then_some(events)
 }
 
 #[cfg(test)]
@@ -580,6 +630,31 @@ mod tests {
         );
         assert_eq!(
             stored_event(&mut conn, "s1", Some(4), 2)
+                .await
+                .expect("read"),
+            Stored::Missing { floor: Some(0) }
+        );
+        // A quick call packed as one string (quick.lua's layout).
+        let () = redis::cmd("SET")
+            .arg(format!("{base}p:5"))
+            .arg("9\n2\n68\n0\n7\n{\"c\":3}")
+            .query_async(&mut raw)
+            .await
+            .expect("SET");
+        assert_eq!(
+            stored_event(&mut conn, "s1", Some(5), 1)
+                .await
+                .expect("read"),
+            Stored::Event(Some(r#"{"c":3}"#.to_owned()))
+        );
+        assert_eq!(
+            stored_event(&mut conn, "s1", Some(5), 0)
+                .await
+                .expect("read"),
+            Stored::Event(Some(String::new()))
+        );
+        assert_eq!(
+            stored_event(&mut conn, "s1", Some(5), 2)
                 .await
                 .expect("read"),
             Stored::Missing { floor: Some(0) }
