@@ -46,6 +46,11 @@ impl<'a> QuickCall<'a> {
         let (Write::Finish { stream }, body) = writes.split_last()? else {
             return None;
         };
+        // At most 16 appends, one `Open` and the `Finish`: a longer batch (a
+        // seeding's) is not looked through.
+        if body.len() > PACKED_EVENTS + 1 {
+            return None;
+        }
         let stream = *stream;
         let mut events = Vec::with_capacity(body.len());
         let mut opened = 0_usize;
