@@ -261,12 +261,13 @@ async fn a_quick_call_is_stored_as_the_general_script_stores_it() {
                 );
                 let want = general(&mut redis, &config, "g", reference_lease, &writes).await;
                 assert_eq!(as_reply(&got), want, "{events} events, open at {open_at}");
-                same_reads(&quick, &reference, m, events).await;
+                // Before any read, which may push the expiry out.
                 let key = format!("t:{{q}}:p:{m}");
                 assert!(
                     expires_within(&mut redis, &key, config.answered_ttl).await,
                     "{key}: kept answered_ttl"
                 );
+                same_reads(&quick, &reference, m, events).await;
                 for gone in [format!("t:{{q}}:m:{m}"), format!("t:{{q}}:x:{m}")] {
                     assert!(!exists(&mut redis, &gone).await, "{gone}: one key a call");
                 }
@@ -463,4 +464,53 @@ async fn a_stream_another_epoch_wrote_is_a_divergence_in_either_layout() {
             "{case}: the second history was written: {kept:?}"
         );
     }
+}
+
+/// A packed call lives `answered_ttl` past a read that still owed its
+/// reader events, not past one that owed none, and goes with its session.
+#[tokio::test]
+async fn a_packed_call_lives_while_it_is_read_and_goes_with_its_session() {
+    let server = RedisServer::start();
+    let config = config();
+    let log = connect(&server, config.clone()).await;
+    let mut redis = raw(&server).await;
+    let session = log.session("e");
+    let lease = owned(&log, "e", "a").await;
+    let m = session.reserve_streams(lease, 1).await.expect("reserve");
+    let data = [String::new(), "{}".to_owned()];
+    session
+        .commit(lease, &batch(m, &data, 1, false))
+        .await
+        .expect("commit");
+    let key = format!("t:{{e}}:p:{m}");
+    let shorten = |mut redis: MultiplexedConnection, key: String| async move {
+        let _: i64 = redis::cmd("PEXPIRE")
+            .arg(key)
+            .arg(5_000)
+            .query_async(&mut redis)
+            .await
+            .expect("PEXPIRE");
+    };
+    let stream = StreamId::Request(m);
+    shorten(redis.clone(), key.clone()).await;
+    session
+        .read(stream, 2, 16)
+        .await
+        .expect("read past the end");
+    assert!(
+        expires_within(&mut redis, &key, Duration::from_secs(5)).await,
+        "a read that owed nothing keeps the expiry"
+    );
+    session.read(stream, 1, 16).await.expect("read");
+    let pttl: i64 = redis::cmd("PTTL")
+        .arg(&key)
+        .query_async(&mut redis)
+        .await
+        .expect("PTTL");
+    assert!(
+        pttl > 5_000 && pttl <= config.answered_ttl.as_millis() as i64,
+        "a read that owed an event keeps it answered_ttl: {pttl}"
+    );
+    session.delete().await.expect("delete");
+    assert!(!exists(&mut redis, &key).await, "deleted with its session");
 }
