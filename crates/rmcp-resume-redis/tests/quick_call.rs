@@ -380,12 +380,9 @@ async fn a_quick_call_is_fenced_as_any_commit_is() {
         let error = got.as_ref().expect_err(case);
         assert!(expected(error), "{case}: {error}");
         assert_eq!(as_reply(&got), want, "{case}");
-        let exists: i64 = redis::cmd("EXISTS")
-            .arg(format!("t:{{q}}:m:{m}"))
-            .query_async(&mut redis)
-            .await
-            .expect("EXISTS");
-        assert_eq!(exists, 0, "{case}: nothing written");
+        for key in [format!("t:{{q}}:m:{m}"), format!("t:{{q}}:p:{m}")] {
+            assert!(!exists(&mut redis, &key).await, "{case}: {key} written");
+        }
     }
     set_epoch("q", Some(lease.epoch)).await;
     quick.delete().await.expect("delete");
@@ -403,7 +400,8 @@ async fn a_stream_another_epoch_wrote_is_a_divergence_in_either_layout() {
     let log = connect(&server, config()).await;
     let session = log.session("d");
     let first = owned(&log, "d", "a").await;
-    let streams = session.reserve_streams(first, 4).await.expect("reserve");
+    // Numbers from 1: a divergence must name its stream, not stream 0.
+    let streams = 1 + session.reserve_streams(first, 5).await.expect("reserve");
     let (packed, later, hashed) = (streams, streams + 1, streams + 2);
     let ours = [String::new(), "{\"by\":\"a\"}".to_owned()];
     for m in [packed, later] {
@@ -513,4 +511,47 @@ async fn a_packed_call_lives_while_it_is_read_and_goes_with_its_session() {
     );
     session.delete().await.expect("delete");
     assert!(!exists(&mut redis, &key).await, "deleted with its session");
+}
+
+/// A packed call that Redis still names open (the open-call hash kept,
+/// its state lost: the open entry and `m:` went different ways) is not
+/// ended again by a takeover: its answer is what a read finds, and no
+/// second history is written beside it.
+#[tokio::test]
+async fn a_takeover_never_ends_a_packed_call_again() {
+    let server = RedisServer::start();
+    let log = connect(&server, config()).await;
+    let mut redis = raw(&server).await;
+    let session = log.session("o");
+    let lease = owned(&log, "o", "a").await;
+    let m = 1 + session.reserve_streams(lease, 2).await.expect("reserve");
+    let data = [String::new(), "{\"answer\":1}".to_owned()];
+    session
+        .commit(lease, &batch(m, &data, 1, false))
+        .await
+        .expect("commit");
+    let _: i64 = redis::cmd("HSET")
+        .arg("t:{o}:open")
+        .arg(m)
+        .arg("1")
+        .query_async(&mut redis)
+        .await
+        .expect("HSET");
+    let _ = common::take_over(&server, &log, "o", "b").await;
+    let read = session
+        .read(StreamId::Request(m), 0, 16)
+        .await
+        .expect("read");
+    let got: Vec<Option<&str>> = read.events.iter().map(|e| e.data.as_deref()).collect();
+    assert_eq!(got, [None, Some("{\"answer\":1}")]);
+    assert!(
+        !exists(&mut redis, &format!("t:{{o}}:m:{m}")).await,
+        "no second history"
+    );
+    let open: Vec<String> = redis::cmd("HKEYS")
+        .arg("t:{o}:open")
+        .query_async(&mut redis)
+        .await
+        .expect("HKEYS");
+    assert!(open.is_empty(), "{open:?}");
 }

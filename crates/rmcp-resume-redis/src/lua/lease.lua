@@ -62,9 +62,29 @@ local base, owner, ttl, mode = ARGV[1], ARGV[2], ARGV[4], ARGV[7]
 local lease = base .. 'lease'
 local seeding = base .. 'seeding'
 
+-- Raises the stream counter `key` from `old` to `new` (0: Redis held none),
+-- and records the jump in `jumps` (field `old`, value `new`): no number in
+-- between is ever handed out, so delete.lua steps over them. After a loss,
+-- the least `new` recorded for one `old` stands.
+local function jump(key, old, new, ttl)
+  if ttl then
+    redis.call('SET', key, string.format('%d', new), 'PX', ttl)
+  else
+    redis.call('SET', key, string.format('%d', new))
+  end
+  local jumps = base .. 'jumps'
+  local prior = redis.call('HGET', jumps, string.format('%d', old))
+  if not prior or tonumber(prior) > new then
+    redis.call('HSET', jumps, string.format('%d', old), string.format('%d', new))
+  end
+  if ttl then
+    redis.call('PEXPIRE', jumps, ttl)
+  end
+end
+
 local function refresh()
   -- Activity keeps every session-wide key, and each open call's, alive.
-  for _, key in ipairs({KEYS[1], base .. 'state', base .. 'next', base .. 'open',
+  for _, key in ipairs({KEYS[1], base .. 'state', base .. 'next', base .. 'jumps', base .. 'open',
       base .. 'm:s', base .. 'x:s', seeding}) do
     redis.call('PEXPIRE', key, ttl)
   end
@@ -87,7 +107,12 @@ local function end_open_calls(epoch, keep)
   local ended = 0
   for i = 1, #open, 2 do
     local stream, id = open[i], open[i + 1]
-    if keep == nil or not keep[stream] then
+    if (keep == nil or not keep[stream]) and redis.call('EXISTS', base .. 'm:' .. stream) == 0
+        and redis.call('EXISTS', base .. 'p:' .. stream) == 1 then
+      -- Answered and packed (quick.lua), yet still named open: its state
+      -- was lost, not its answer. It is off the list; nothing is added.
+      redis.call('HDEL', base .. 'open', stream)
+    elseif keep == nil or not keep[stream] then
       local meta, key = base .. 'm:' .. stream, base .. 'x:' .. stream
       local head = tonumber(redis.call('HGET', meta, 'head') or '0')
       local data = '{"jsonrpc":"2.0","id":' .. id .. ',"error":' .. ARGV[6] .. '}'
@@ -111,7 +136,7 @@ local function seed(held)
   local next = tonumber(redis.call('GET', base .. 'next') or '0')
   local lowest = tonumber(ARGV[9])
   if next < lowest then
-    redis.call('SET', base .. 'next', string.format('%d', lowest), 'PX', ttl)
+    jump(base .. 'next', next, lowest, ttl)
   end
   -- The standalone stream goes on where this owner's went: a later owner
   -- reads its head here, and must not give out an id this one gave.
@@ -258,8 +283,9 @@ if current > 0 then
   -- microseconds apart; an owner would need a million calls a second to
   -- run into its successor's numbers.)
   local next = base .. 'next'
-  if tonumber(redis.call('GET', next) or '0') < epoch then
-    redis.call('SET', next, string.format('%d', epoch), 'PX', ttl)
+  local old = tonumber(redis.call('GET', next) or '0')
+  if old < epoch then
+    jump(next, old, epoch, ttl)
   end
   if mode ~= 'fence' then
     new_segment(epoch)

@@ -20,10 +20,31 @@ if current < tonumber(ARGV[2]) then
   -- A lower epoch: Redis lost this owner's writes; it renews, and wins.
   return {-3, 0}
 end
+-- Raises the stream counter `key` from `old` to `new` (0: Redis held none),
+-- and records the jump in `jumps` (field `old`, value `new`): no number in
+-- between is ever handed out, so delete.lua steps over them. After a loss,
+-- the least `new` recorded for one `old` stands.
+local function jump(key, old, new, ttl)
+  if ttl then
+    redis.call('SET', key, string.format('%d', new), 'PX', ttl)
+  else
+    redis.call('SET', key, string.format('%d', new))
+  end
+  local jumps = ARGV[1] .. 'jumps'
+  local prior = redis.call('HGET', jumps, string.format('%d', old))
+  if not prior or tonumber(prior) > new then
+    redis.call('HSET', jumps, string.format('%d', old), string.format('%d', new))
+  end
+  if ttl then
+    redis.call('PEXPIRE', jumps, ttl)
+  end
+end
 local next = ARGV[1] .. 'next'
 local lowest = tonumber(ARGV[5] or '0')
-if tonumber(redis.call('GET', next) or '0') < lowest then
-  redis.call('SET', next, string.format('%d', lowest))
+local old = tonumber(redis.call('GET', next) or '0')
+if old < lowest then
+  jump(next, old, lowest, nil)
+  redis.call('PEXPIRE', ARGV[1] .. 'jumps', ARGV[4])
 end
 local last = redis.call('INCRBY', next, ARGV[3])
 redis.call('PEXPIRE', next, ARGV[4])
