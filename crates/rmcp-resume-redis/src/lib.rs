@@ -23,14 +23,18 @@
 //! | `P:{S}:open` | hash | `M` → the JSON-RPC id each unanswered request stream answers |
 //! | `P:{S}:m:M` | hash | `head`, `floor`, `finished`, `bytes` of stream `M` (`s`: standalone); a packed stream adds `packed` = 1 and its events, field `N` for event `N` |
 //! | `P:{S}:x:M` | stream | the events of a stream that is not packed; entry id `N-1` holds event `N` |
+//! | `P:{S}:p:M` | string | a quick call packed alone, with no `m:M`: `<epoch>\n<count>\n<bytes>\n`, then each event's data after its length and `\n` |
 //! | `P:{S}:state` | string | the session's handshake, for restores elsewhere |
 //! | `P:{S}:gone` | string | a deleted session's tombstone: every script obeys it |
 //!
 //! A request stream answered in the batch that starts it (a quick call),
 //! small and with nothing to trim, is *packed*: its events live in its
 //! state hash, with no Redis stream, whose first node alone preallocates
-//! 4 KiB. An answered stream never changes again, so the two layouts read
-//! the same.
+//! 4 KiB. A batch that is one quick call and nothing else (the commit of
+//! nearly every tool call) is packed tighter still, as one string written
+//! by one `SET` (`quick.lua`): an answer over 64 bytes makes a hash a
+//! hashtable, a dict entry per field. An answered stream never changes
+//! again, so the three layouts read the same.
 //!
 //! Every key expires `session_ttl` after the session's last activity: the
 //! owner's lease renewal refreshes the session-wide keys and each open
