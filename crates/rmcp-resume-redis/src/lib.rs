@@ -20,6 +20,7 @@
 //! | `P:{S}:epoch` | integer | the lease epoch; present while Redis knows the session |
 //! | `P:{S}:lease` | hash | `owner`, `epoch`; expires after the lease period |
 //! | `P:{S}:next` | integer | the next request stream number (`M`) |
+//! | `P:{S}:jumps` | hash | where `next` jumped (a takeover, a seeding) → where it went on: numbers never given, which a delete steps over |
 //! | `P:{S}:open` | hash | `M` → the JSON-RPC id each unanswered request stream answers |
 //! | `P:{S}:m:M` | hash | `head`, `floor`, `finished`, `bytes` of stream `M` (`s`: standalone); a packed stream adds `packed` = 1 and its events, field `N` for event `N` |
 //! | `P:{S}:x:M` | stream | the events of a stream that is not packed; entry id `N-1` holds event `N` |
