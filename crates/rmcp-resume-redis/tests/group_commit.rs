@@ -354,14 +354,14 @@ async fn a_call_answered_in_one_batch_reads_as_one_committed_write_by_write() {
             writes.push(Write::Finish { stream: m });
             writes
         };
-        let before = hmget_calls(&mut redis).await;
+        let before = common::command_calls(&mut redis, "hmget").await;
         let committed = session_q
             .commit(lease_q, &writes(m_q))
             .await
             .expect("batch");
         // The quick-call path reads no stream state, and packs the stream
         // as one string, not in a state hash.
-        let by_quick_path = hmget_calls(&mut redis).await == before;
+        let by_quick_path = common::command_calls(&mut redis, "hmget").await == before;
         if by_quick_path {
             quick_path += 1;
         }
@@ -454,20 +454,6 @@ async fn a_call_answered_in_one_batch_reads_as_one_committed_write_by_write() {
         packed >= 10 && streamed >= 10 && quick_path >= 5,
         "packed {packed}, streamed {streamed}, by the quick-call path {quick_path}"
     );
-}
-
-/// How many `HMGET`s Redis has run (`INFO commandstats`).
-async fn hmget_calls(redis: &mut redis::aio::MultiplexedConnection) -> u64 {
-    let info: String = redis::cmd("INFO")
-        .arg("commandstats")
-        .query_async(redis)
-        .await
-        .expect("INFO");
-    info.lines()
-        .find_map(|line| line.strip_prefix("cmdstat_hmget:calls="))
-        .and_then(|rest| rest.split(',').next())
-        .and_then(|calls| calls.parse().ok())
-        .unwrap_or(0)
 }
 
 /// What Redis holds of request stream `m` of `session`: its state hash, its

@@ -8,7 +8,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{config, connect, owned, raw, take_over};
+use common::{command_calls, config, connect, owned, raw, take_over};
 use rmcp_resume_core::resumption::StreamId;
 use rmcp_resume_redis::{DELETE_SLICE, Lease, SessionLog, Write};
 use rmcp_resume_testkit::redis::RedisServer;
@@ -37,18 +37,16 @@ async fn call(session: &SessionLog, lease: Lease) -> u64 {
     m
 }
 
-/// `EVALSHA`s Redis has run so far.
-async fn scripts_run(redis: &mut redis::aio::MultiplexedConnection) -> u64 {
-    let info: String = redis::cmd("INFO")
-        .arg("commandstats")
-        .query_async(redis)
+/// Deletes `session` within 10 s and says in how many round trips (every
+/// round trip is one `EVALSHA` of `delete.lua`).
+async fn delete(session: &SessionLog, server: &RedisServer) -> u64 {
+    let mut redis = raw(server).await;
+    let ran = command_calls(&mut redis, "evalsha").await;
+    tokio::time::timeout(Duration::from_secs(10), session.delete())
         .await
-        .expect("INFO");
-    info.lines()
-        .find_map(|line| line.strip_prefix("cmdstat_evalsha:calls="))
-        .and_then(|rest| rest.split(',').next())
-        .and_then(|calls| calls.parse().ok())
-        .unwrap_or(0)
+        .expect("deleted within 10 s")
+        .expect("delete");
+    command_calls(&mut redis, "evalsha").await - ran
 }
 
 #[tokio::test]
@@ -64,15 +62,10 @@ async fn a_session_taken_over_is_deleted_in_a_few_round_trips() {
         after > before + 1_000 * DELETE_SLICE,
         "the takeover numbers from its epoch: {before}, then {after}"
     );
-    let mut redis = raw(&server).await;
-    let ran = scripts_run(&mut redis).await;
-    tokio::time::timeout(Duration::from_secs(10), session.delete())
-        .await
-        .expect("deleted within 10 s")
-        .expect("delete");
     // A slice up to the jump, one past it, and the session-wide keys.
-    let trips = scripts_run(&mut redis).await - ran;
+    let trips = delete(&session, &server).await;
     assert!(trips <= 4, "{trips} round trips");
+    let mut redis = raw(&server).await;
     let keys: Vec<String> = redis::cmd("KEYS")
         .arg("t:{c}:*")
         .query_async(&mut redis)
@@ -95,12 +88,6 @@ async fn a_session_seeded_again_after_a_loss_is_deleted_in_a_few_round_trips() {
         .await
         .expect("reserve");
     assert_eq!(m, lowest);
-    let mut redis = raw(&server).await;
-    let ran = scripts_run(&mut redis).await;
-    tokio::time::timeout(Duration::from_secs(10), session.delete())
-        .await
-        .expect("deleted within 10 s")
-        .expect("delete");
-    let trips = scripts_run(&mut redis).await - ran;
+    let trips = delete(&session, &server).await;
     assert!(trips <= 4, "{trips} round trips");
 }

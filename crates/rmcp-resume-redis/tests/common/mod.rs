@@ -128,3 +128,19 @@ pub async fn lose_everything(server: &RedisServer) {
         .await
         .expect("FLUSHALL");
 }
+
+/// How many times Redis has run `command` (lower case, as `INFO
+/// commandstats` names it), every caller's.
+pub async fn command_calls(redis: &mut redis::aio::MultiplexedConnection, command: &str) -> u64 {
+    let info: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query_async(redis)
+        .await
+        .expect("INFO");
+    let prefix = format!("cmdstat_{command}:calls=");
+    info.lines()
+        .find_map(|line| line.strip_prefix(prefix.as_str()))
+        .and_then(|rest| rest.split(',').next())
+        .and_then(|calls| calls.parse().ok())
+        .unwrap_or(0)
+}
