@@ -23,7 +23,8 @@
 
 use std::time::Duration;
 
-use rmcp_resume_testkit::faults::checker::Minimums;
+use rmcp_resume_testkit::faults::audit::Sabotage;
+use rmcp_resume_testkit::faults::checker::{Anomaly, Minimums};
 use rmcp_resume_testkit::faults::{self, Backend, FaultKind, Report, RunConfig};
 use rmcp_resume_testkit::redis::server_example;
 
@@ -307,7 +308,9 @@ fn outage_seed() -> RunConfig {
 async fn events_deleted_from_redis_behind_the_instances_are_reported() {
     let mut config = outage_seed();
     config.minimums = Minimums::default();
-    config.sabotage = Some(Duration::from_millis(50));
+    config.sabotage = Some(Sabotage::StreamEntries {
+        every: Duration::from_millis(50),
+    });
     let report = faults::run(&config).await.expect("the run itself");
     println!("{}\n{}", Report::table_header(), report.table_row());
     let early = report
@@ -320,6 +323,55 @@ async fn events_deleted_from_redis_behind_the_instances_are_reported() {
         "no event reported missing from Redis: {}\n{}",
         report.table_row(),
         report.details(3)
+    );
+}
+
+/// The checker reads a quick call packed as one string on its own: with
+/// every packed call deleted from Redis every 50 ms behind the instances'
+/// backs, answers the clients received are missing from their request
+/// streams when the live audit reads them, and it says so. Its control is
+/// [`quick_calls_under_an_outage_are_never_reported_falsely`]: the same
+/// settings without the saboteur, with no anomaly.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn packed_calls_deleted_from_redis_behind_the_instances_are_reported() {
+    let mut config = outage_seed();
+    config.minimums = Minimums::default();
+    config.quick_percent = 60;
+    config.sabotage = Some(Sabotage::PackedCalls {
+        every: Duration::from_millis(50),
+    });
+    let report = faults::run(&config).await.expect("the run itself");
+    println!("{}\n{}", Report::table_header(), report.table_row());
+    let on_calls = report
+        .anomalies
+        .iter()
+        .filter(|a| {
+            matches!(a, Anomaly::Early { key, .. } | Anomaly::NotCommitted { key, .. }
+                if !key.ends_with(":x:s"))
+        })
+        .count();
+    assert!(
+        on_calls > 0,
+        "no call's answer reported missing from Redis: {}\n{}",
+        report.table_row(),
+        report.details(3)
+    );
+}
+
+/// Mostly quick calls (each packed as one string by the shared log)
+/// through Redis outages and cuts: no anomaly. The control of
+/// [`packed_calls_deleted_from_redis_behind_the_instances_are_reported`].
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn quick_calls_under_an_outage_are_never_reported_falsely() {
+    let mut config = outage_seed();
+    config.quick_percent = 60;
+    let report = faults::run(&config).await.expect("the run itself");
+    println!("{}\n{}", Report::table_header(), report.table_row());
+    assert!(
+        report.anomalies.is_empty(),
+        "{}\n{}",
+        report.table_row(),
+        report.details(5)
     );
 }
 

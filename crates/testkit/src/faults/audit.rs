@@ -425,12 +425,33 @@ pub async fn live(
     }
 }
 
-/// Breaks Redis behind the product's back until `stop`, for a run that
-/// proves the checker sees it: every `every`, the newest entry of each
-/// session's stream is deleted (`XDEL`), so an event a client has just
-/// received is often gone when the live audit reads it. Single Redis only.
-pub async fn sabotage(target: Target, every: Duration, stop: CancellationToken) {
+/// What [`sabotage`] breaks behind the product's back, and how often.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sabotage {
+    /// The newest entry of each session's Redis stream (`x:`) is deleted
+    /// (`XDEL`), so an event a client has just received is often gone when
+    /// the live audit reads it.
+    StreamEntries {
+        /// The pause between two rounds.
+        every: Duration,
+    },
+    /// Every quick call packed as one string (`p:`, see the shared log's
+    /// `quick.lua`) is deleted, so a call's answer a client has just
+    /// received is gone when the live audit reads it.
+    PackedCalls {
+        /// The pause between two rounds.
+        every: Duration,
+    },
+}
+
+/// Breaks Redis behind the product's back until `stop`, as `what` says,
+/// for a run that proves the checker sees it. Single Redis only.
+pub async fn sabotage(target: Target, what: Sabotage, stop: CancellationToken) {
     let Target::Single(url) = target else { return };
+    let (every, pattern) = match what {
+        Sabotage::StreamEntries { every } => (every, "x"),
+        Sabotage::PackedCalls { every } => (every, "p"),
+    };
     let mut conn = None;
     while !stop.is_cancelled() {
         tokio::select! {
@@ -441,15 +462,23 @@ pub async fn sabotage(target: Target, every: Duration, stop: CancellationToken) 
             conn = connect(&url).await.ok();
         }
         let Some(c) = conn.as_mut() else { continue };
-        let keys: Vec<String> =
-            match query(c, redis::cmd("KEYS").arg(format!("{PREFIX}:{{*}}:x:*"))).await {
-                Ok(keys) => keys,
-                Err(_) => {
-                    conn = None;
-                    continue;
-                }
-            };
+        let keys: Vec<String> = match query(
+            c,
+            redis::cmd("KEYS").arg(format!("{PREFIX}:{{*}}:{pattern}:*")),
+        )
+        .await
+        {
+            Ok(keys) => keys,
+            Err(_) => {
+                conn = None;
+                continue;
+            }
+        };
         for key in keys {
+            if let Sabotage::PackedCalls { .. } = what {
+                let _: Result<u64, _> = query(c, redis::cmd("DEL").arg(&key)).await;
+                continue;
+            }
             let newest: Vec<(String, Vec<(String, String)>)> = match query(
                 c,
                 redis::cmd("XREVRANGE")

@@ -107,6 +107,9 @@ pub struct ClientConfig {
     /// Percent of sessions it ends after a few calls with a `DELETE` to an
     /// instance other than the one it last used (0: sessions last the run).
     pub delete_percent: u64,
+    /// Percent of calls that answer at once with no notification: the
+    /// commit of each is a quick call (the shared log's `quick.lua`).
+    pub quick_percent: u64,
 }
 
 /// What a client did, in numbers.
@@ -350,7 +353,9 @@ impl Client {
     async fn call(&mut self, session: &mut Session) -> CallEnd {
         let request_id = session.next_request;
         session.next_request += 1;
-        let (tool, arguments, n, nominal) = if self.rng.chance(15) {
+        let (tool, arguments, n, nominal) = if self.rng.chance(self.cfg.quick_percent) {
+            ("announce", json!({ "n": 0 }), 0, 0)
+        } else if self.rng.chance(15) {
             let n = self.rng.range(1, 5) as u32;
             ("announce", json!({ "n": n }), n, 0)
         } else {

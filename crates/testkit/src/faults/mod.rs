@@ -129,6 +129,9 @@ pub struct RunConfig {
     /// Percent of sessions that end after a few calls with a `DELETE` to
     /// an instance other than the one last used (0: sessions last the run).
     pub delete_percent: u64,
+    /// Percent of calls that answer at once, with no notification: quick
+    /// calls, which the shared log packs as one string.
+    pub quick_percent: u64,
     /// How long the Redis client count may take to return to its baseline.
     pub leak_wait: Duration,
     /// Where to write the whole history, one step a line (`None`: the
@@ -137,9 +140,9 @@ pub struct RunConfig {
     /// What the run must have done to mean anything (rule 6): a run short
     /// of it fails like one with an anomaly.
     pub minimums: checker::Minimums,
-    /// Breaks Redis on purpose while the run goes on ([`audit::sabotage`]),
-    /// every this often: only for a test that the checker reports it.
-    pub sabotage: Option<Duration>,
+    /// Breaks Redis on purpose while the run goes on ([`audit::sabotage`]):
+    /// only for a test that the checker reports it.
+    pub sabotage: Option<audit::Sabotage>,
     /// Runs every instance broken on purpose, as named
     /// (`rmcp_resume_core::sabotage`): only for a test that the checker
     /// reports the break.
@@ -165,6 +168,7 @@ impl RunConfig {
             post_first_percent: 35,
             standalone: true,
             delete_percent: 0,
+            quick_percent: 10,
             leak_wait: Duration::from_secs(8),
             history_dir: std::env::var_os("FAULTS_HISTORY").map(PathBuf::from),
             minimums: checker::Minimums {
@@ -260,13 +264,14 @@ async fn run_on(
             post_first_percent: config.post_first_percent,
             standalone: config.standalone,
             delete_percent: config.delete_percent,
+            quick_percent: config.quick_percent,
         };
         tasks.push(tokio::spawn(client::run(cfg, ctl.clone(), rec.clone())));
     }
-    let saboteur = config.sabotage.map(|every| {
+    let saboteur = config.sabotage.map(|what| {
         tokio::spawn(audit::sabotage(
             cluster.target.clone(),
-            every,
+            what,
             ctl.stop.clone(),
         ))
     });
