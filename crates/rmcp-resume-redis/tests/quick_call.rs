@@ -223,7 +223,7 @@ async fn pair(
 /// multibyte data): the same hash, expiry and reply as the general
 /// script's, and quick.lua, not commit.lua, ran for it.
 #[tokio::test]
-async fn a_quick_call_is_stored_as_the_general_script_stores_it() {
+async fn a_quick_call_reads_as_the_general_scripts_layout_does() {
     let server = RedisServer::start();
     let config = config();
     let log = connect(&server, config.clone()).await;

@@ -33,26 +33,26 @@ if redis.call('EXISTS', meta) == 0 then
   if stream ~= 's' then
     -- A quick call quick.lua packed as one string, or no such stream.
     local key = base .. 'p:' .. stream
-    local packed = redis.call('GET', key)
-    if not packed then
+    local call = redis.call('GET', key)
+    if not call then
       return {1}
     end
-    local count, at = string.match(packed, '^%d+\n(%d+)\n%d+\n()')
-    local head, from = tonumber(count), tonumber(ARGV[4])
-    local out = {2, 0, head, 1, ARGV[4]}
-    if from >= head then
+    local count, at = string.match(call, '^%d+\n(%d+)\n%d+\n()')
+    local events, from = tonumber(count), tonumber(ARGV[4])
+    local out = {2, 0, events, 1, ARGV[4]}
+    if from >= events then
       return out
     end
     if redis.call('PTTL', key) < tonumber(ARGV[6]) then
       redis.call('PEXPIRE', key, ARGV[6])
     end
     -- Each event's data follows its length: walked from the first.
-    for index = 0, math.min(head, from + tonumber(ARGV[5])) - 1 do
-      local size, start = string.match(packed, '^(%d+)\n()', at)
+    for index = 0, math.min(events, from + tonumber(ARGV[5])) - 1 do
+      local size, start = string.match(call, '^(%d+)\n()', at)
       at = start + tonumber(size)
       if index >= from then
         out[#out + 1] = index
-        out[#out + 1] = string.sub(packed, start, at - 1)
+        out[#out + 1] = string.sub(call, start, at - 1)
       end
     end
     return out
